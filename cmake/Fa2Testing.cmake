@@ -1,0 +1,107 @@
+# Test, demo and compile-fail helpers shared by every step.
+#
+#   fa2_add_doctest(<target> LABEL <stepNN> SOURCES ... [LINK ...])
+#       A doctest executable. Each TEST_CASE becomes its own ctest test, labelled with the
+#       step and with its TEST_SUITE names (e.g. "gpu"), so `ctest -L step05` or
+#       `ctest -L gpu` select what they say. Exit code 77 means "skipped" (no GPU here).
+#
+#   fa2_add_demo(<target> TITLE "<heading>" SOURCES ... [LINK ...] [ARGS ...])
+#       A demo executable, run in registration order by the `walkthrough` target.
+#
+#   fa2_add_compile_fail_test(<name> SOURCE <file> EXPECT <regex> LABELS ... [LINK ...])
+#       Proves that <file> does NOT compile, and that the diagnostic matches <regex>.
+include_guard(GLOBAL)
+
+set(FA2_SKIP_RETURN_CODE 77)
+
+function(fa2_add_doctest target)
+  cmake_parse_arguments(arg "" "LABEL;TIMEOUT" "SOURCES;LINK;LABELS" ${ARGN})
+  if(NOT arg_TIMEOUT)
+    set(arg_TIMEOUT 600)
+  endif()
+  add_executable(${target} ${arg_SOURCES})
+  target_link_libraries(${target} PRIVATE fa2::testing ${arg_LINK})
+  set(labels ${arg_LABEL} ${arg_LABELS})
+  string(REPLACE ";" "|" labels_arg "${labels}")
+  set(ctest_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_ctest.cmake")
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND "${CMAKE_COMMAND}"
+            -D "TEST_EXECUTABLE=$<TARGET_FILE:${target}>"
+            -D "TEST_TARGET=${target}"
+            -D "TEST_LABELS=${labels_arg}"
+            -D "TEST_TIMEOUT=${arg_TIMEOUT}"
+            -D "TEST_SKIP_CODE=${FA2_SKIP_RETURN_CODE}"
+            -D "CTEST_FILE=${ctest_file}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/Fa2DiscoverTests.cmake"
+    BYPRODUCTS "${ctest_file}"
+    COMMENT "Listing the test cases of ${target}"
+    VERBATIM)
+  set(include_file "${CMAKE_CURRENT_BINARY_DIR}/${target}_include.cmake")
+  file(WRITE "${include_file}"
+    "if(EXISTS \"${ctest_file}\")\n"
+    "  include(\"${ctest_file}\")\n"
+    "else()\n"
+    "  add_test(${target}_NOT_BUILT ${target}_NOT_BUILT)\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
+  # `cmake --build --preset default --target stepNN_tests` builds one step's tests.
+  if(arg_LABEL)
+    if(NOT TARGET ${arg_LABEL}_tests)
+      add_custom_target(${arg_LABEL}_tests)
+    endif()
+    add_dependencies(${arg_LABEL}_tests ${target})
+  endif()
+endfunction()
+
+function(fa2_add_demo target)
+  cmake_parse_arguments(arg "" "TITLE" "SOURCES;LINK;ARGS" ${ARGN})
+  add_executable(${target} ${arg_SOURCES})
+  target_link_libraries(${target} PRIVATE ${arg_LINK})
+  set_property(GLOBAL APPEND PROPERTY FA2_DEMOS ${target})
+  set_property(TARGET ${target} PROPERTY FA2_DEMO_TITLE "${arg_TITLE}")
+  set_property(TARGET ${target} PROPERTY FA2_DEMO_ARGS "${arg_ARGS}")
+endfunction()
+
+# Called once, at the end of the top-level CMakeLists.txt, when every demo is known.
+function(fa2_add_walkthrough_target)
+  get_property(demos GLOBAL PROPERTY FA2_DEMOS)
+  if(NOT demos)
+    return()
+  endif()
+  set(commands)
+  foreach(demo IN LISTS demos)
+    get_property(title TARGET ${demo} PROPERTY FA2_DEMO_TITLE)
+    get_property(demo_args TARGET ${demo} PROPERTY FA2_DEMO_ARGS)
+    list(APPEND commands
+      COMMAND "${CMAKE_COMMAND}" -D "TITLE=${title}" -D "DEMO=${demo}"
+              -P "${PROJECT_SOURCE_DIR}/cmake/Fa2Banner.cmake"
+      COMMAND $<TARGET_FILE:${demo}> ${demo_args})
+  endforeach()
+  add_custom_target(walkthrough ${commands}
+    DEPENDS ${demos}
+    COMMENT "The tutorial, one step after another"
+    USES_TERMINAL VERBATIM)
+endfunction()
+
+function(fa2_add_compile_fail_test name)
+  cmake_parse_arguments(arg "" "SOURCE;EXPECT" "LINK;LABELS;DEFINITIONS;COMPILE_OPTIONS" ${ARGN})
+  # An object library that is never part of `all`: only the test below builds it.
+  add_library(${name} OBJECT EXCLUDE_FROM_ALL "${arg_SOURCE}")
+  set_target_properties(${name} PROPERTIES EXCLUDE_FROM_DEFAULT_BUILD ON)
+  target_link_libraries(${name} PRIVATE fa2::options ${arg_LINK})
+  if(arg_DEFINITIONS)
+    target_compile_definitions(${name} PRIVATE ${arg_DEFINITIONS})
+  endif()
+  if(arg_COMPILE_OPTIONS)
+    target_compile_options(${name} PRIVATE ${arg_COMPILE_OPTIONS})
+  endif()
+  add_test(NAME ${name}
+    COMMAND "${CMAKE_COMMAND}"
+            -D "BUILD_DIR=${PROJECT_BINARY_DIR}"
+            -D "TARGET=${name}"
+            -D "EXPECT=${arg_EXPECT}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/Fa2CompileFail.cmake")
+  # Several builds in one build tree at once would step on each other's lock files.
+  set_tests_properties(${name} PROPERTIES
+    LABELS "compile_fail;${arg_LABELS}" RESOURCE_LOCK fa2_build_tree TIMEOUT 600)
+endfunction()
