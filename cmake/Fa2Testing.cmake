@@ -44,8 +44,9 @@ function(fa2_add_doctest target)
     "  add_test(${target}_NOT_BUILT ${target}_NOT_BUILT)\n"
     "endif()\n")
   set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${include_file}")
-  # `cmake --build --preset default --target stepNN_tests` builds one step's tests.
-  if(arg_LABEL)
+  # `cmake --build --preset default --target stepNN_tests` builds one step's tests: the test
+  # executable itself when a step has one, otherwise a target that depends on all of them.
+  if(arg_LABEL AND NOT target STREQUAL "${arg_LABEL}_tests")
     if(NOT TARGET ${arg_LABEL}_tests)
       add_custom_target(${arg_LABEL}_tests)
     endif()

@@ -16,7 +16,7 @@
 namespace fa2 {
 
 struct bf16 {
-  std::uint16_t bits = 0;
+  std::uint16_t bits;  // no initializer: trivially constructible, like __nv_bfloat16 in shared memory
 
   bf16() = default;
   // Narrowing, so explicit: write bf16(x) where precision is given up on purpose.

@@ -10,6 +10,13 @@
 #define FA2_FORCE_INLINE inline
 #endif
 
+// Asks nvcc to unroll the next loop; g++ unrolls small constant-trip loops on its own.
+#if defined(__CUDA_ARCH__)
+#define FA2_UNROLL _Pragma("unroll")
+#else
+#define FA2_UNROLL
+#endif
+
 // True while nvcc compiles the device half of a translation unit.
 #if defined(__CUDA_ARCH__)
 #define FA2_DEVICE_PASS 1

@@ -1,0 +1,58 @@
+// DeviceProgram: the GPU side of the program interface in program.hpp. One thread block is
+// one program; its dynamic shared memory holds the body's Shared struct followed by a
+// staging area (scratch) that tensor-core products use to hand results between layouts.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "step03_tile_pointer/tile_pointer.hpp"
+
+namespace fa2 {
+
+template <int NUM_THREADS, std::size_t SCRATCH_BYTES = 0>
+class DeviceProgram {
+ public:
+  static constexpr int num_threads = NUM_THREADS;
+  static constexpr bool on_device = true;
+  static constexpr std::size_t scratch_capacity = SCRATCH_BYTES;
+  static_assert(NUM_THREADS % 32 == 0, "a program is made of whole warps");
+
+  __device__ DeviceProgram(std::byte* shared_memory, std::byte* scratch) : shared_(shared_memory), scratch_(scratch) {}
+
+  __device__ int program_id(int axis) const {
+    return static_cast<int>(axis == 0 ? blockIdx.x : (axis == 1 ? blockIdx.y : blockIdx.z));
+  }
+  __device__ int thread_rank() const { return static_cast<int>(threadIdx.x); }
+  __device__ int warp_id() const { return static_cast<int>(threadIdx.x) / 32; }
+  __device__ void sync() const { __syncthreads(); }
+
+  // Combines `value` across groups of Width consecutive lanes (a butterfly of shuffles).
+  template <int Width, class T, class Op>
+  __device__ T reduce(T value, Op op) const {
+    static_assert(Width >= 1 && Width <= 32 && (Width & (Width - 1)) == 0, "a power of two within one warp");
+#pragma unroll
+    for (int offset = Width / 2; offset > 0; offset /= 2) {
+      value = op(value, __shfl_xor_sync(0xffffffffu, value, offset, Width));
+    }
+    return value;
+  }
+
+  template <class S>
+  __device__ S& shared() const {
+    return *reinterpret_cast<S*>(shared_);
+  }
+
+  // Staging memory for tensor-core products (see step05's tile_dot_device.cuh).
+  template <class T>
+  __device__ T* scratch() const {
+    return reinterpret_cast<T*>(scratch_);
+  }
+
+ private:
+  std::byte* shared_;
+  std::byte* scratch_;
+};
+
+}  // namespace fa2
