@@ -22,7 +22,6 @@ class HostProgram {
  public:
   static constexpr int num_threads = 1;
   static constexpr bool on_device = false;
-  static constexpr std::size_t scratch_capacity = 0;  // the host dot needs no staging buffer
 
   HostProgram(const Coord<3>& pid, std::byte* shared_memory, std::size_t shared_bytes)
       : pid_(pid), shared_(shared_memory), shared_bytes_(shared_bytes) {}

@@ -1,6 +1,5 @@
 // DeviceProgram: the GPU side of the program interface in program.hpp. One thread block is
-// one program; its dynamic shared memory holds the body's Shared struct followed by a
-// staging area (scratch) that tensor-core products use to hand results between layouts.
+// one program; its dynamic shared memory holds the body's Shared struct.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,15 +10,14 @@
 
 namespace fa2 {
 
-template <int NUM_THREADS, std::size_t SCRATCH_BYTES = 0>
+template <int NUM_THREADS>
 class DeviceProgram {
  public:
   static constexpr int num_threads = NUM_THREADS;
   static constexpr bool on_device = true;
-  static constexpr std::size_t scratch_capacity = SCRATCH_BYTES;
   static_assert(NUM_THREADS % 32 == 0, "a program is made of whole warps");
 
-  __device__ DeviceProgram(std::byte* shared_memory, std::byte* scratch) : shared_(shared_memory), scratch_(scratch) {}
+  __device__ explicit DeviceProgram(std::byte* shared_memory) : shared_(shared_memory) {}
 
   __device__ int program_id(int axis) const {
     return static_cast<int>(axis == 0 ? blockIdx.x : (axis == 1 ? blockIdx.y : blockIdx.z));
@@ -44,15 +42,8 @@ class DeviceProgram {
     return *reinterpret_cast<S*>(shared_);
   }
 
-  // Staging memory for tensor-core products (see step05's tile_dot_device.cuh).
-  template <class T>
-  __device__ T* scratch() const {
-    return reinterpret_cast<T*>(scratch_);
-  }
-
  private:
   std::byte* shared_;
-  std::byte* scratch_;
 };
 
 }  // namespace fa2

@@ -147,11 +147,34 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto element(const X& x, int i, int j) {
   }
 }
 
-// The layout of the first tile value among A, B, C (void when all are scalars).
+// The result's layout: a Frag operand's if there is one, else the first tile value's.
 template <class A, class B, class C>
 using common_layout_t = std::conditional_t<
-    tile_kind<A>::value != 0, typename tile_kind<A>::layout,
-    std::conditional_t<tile_kind<B>::value != 0, typename tile_kind<B>::layout, typename tile_kind<C>::layout>>;
+    tile_kind<A>::value == 3, typename tile_kind<A>::layout,
+    std::conditional_t<
+        tile_kind<B>::value == 3, typename tile_kind<B>::layout,
+        std::conditional_t<
+            tile_kind<C>::value == 3, typename tile_kind<C>::layout,
+            std::conditional_t<tile_kind<A>::value != 0, typename tile_kind<A>::layout,
+                               std::conditional_t<tile_kind<B>::value != 0, typename tile_kind<B>::layout,
+                                                  typename tile_kind<C>::layout>>>>>;
+
+// Values from two layouts can be combined when every thread holds the same rows (for a
+// RowVec operand) or the same columns (for a ColVec operand) in both.
+template <class X, class L>
+constexpr bool fits_layout() {
+  using XL = typename tile_kind<X>::layout;
+  constexpr int k = tile_kind<X>::value;
+  if constexpr (k == 0) {
+    return true;
+  } else if constexpr (k == 1) {
+    return XL::rows == L::rows && XL::threads_per_row == L::threads_per_row && XL::num_threads == L::num_threads;
+  } else if constexpr (k == 2) {
+    return XL::cols == L::cols && XL::threads_per_row == L::threads_per_row && XL::num_threads == L::num_threads;
+  } else {
+    return std::is_same_v<XL, L>;
+  }
+}
 
 template <class A, class B, class C = int>
 inline constexpr int combined_kind = tile_kind<A>::value | tile_kind<B>::value | tile_kind<C>::value;
@@ -167,6 +190,8 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto zip_with3(const A& a, const B& b, const C&
   constexpr int kind = detail::combined_kind<A, B, C>;
   static_assert(kind != 0, "zip_with needs at least one tile value");
   using L = detail::common_layout_t<A, B, C>;
+  static_assert(detail::fits_layout<A, L>() && detail::fits_layout<B, L>() && detail::fits_layout<C, L>(),
+                "these tile values are spread over the threads differently and cannot be combined");
   using T = decltype(f(detail::element(a, 0, 0), detail::element(b, 0, 0), detail::element(c, 0, 0)));
   typename detail::container<kind, T, L>::type out;
   if constexpr (kind == 3) {
@@ -268,9 +293,17 @@ FA2_TILE_BINARY_OP(<)
 FA2_TILE_BINARY_OP(<=)
 FA2_TILE_BINARY_OP(>)
 FA2_TILE_BINARY_OP(>=)
-FA2_TILE_BINARY_OP(&)
-FA2_TILE_BINARY_OP(|)
 #undef FA2_TILE_BINARY_OP
+
+// & and | combine masks (tiles of bool), like Triton's & and | on boolean tensors.
+template <class A, class B, std::enable_if_t<is_tile_value_v<A> || is_tile_value_v<B>, int> = 0>
+FA2_HOST_DEVICE FA2_FORCE_INLINE auto operator&(const A& a, const B& b) {
+  return zip_with(a, b, [](bool x, bool y) { return x && y; });
+}
+template <class A, class B, std::enable_if_t<is_tile_value_v<A> || is_tile_value_v<B>, int> = 0>
+FA2_HOST_DEVICE FA2_FORCE_INLINE auto operator|(const A& a, const B& b) {
+  return zip_with(a, b, [](bool x, bool y) { return x || y; });
+}
 
 // ---- elementwise functions ------------------------------------------------------------------
 // exp and log on the GPU use the special-function unit (__expf is exp2(x * log2 e) in
@@ -318,6 +351,14 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto maximum(const A& a, const B& b) {
 template <class C, class A, class B>
 FA2_HOST_DEVICE FA2_FORCE_INLINE auto where(const C& cond, const A& a, const B& b) {
   return zip_with3(cond, a, b, [](bool c, auto x, auto y) { return c ? x : y; });
+}
+
+// A RowVec or ColVec (or a scalar) spread to a full tile of `Layout`, e.g. a per-column mask
+// that later gains a per-element causal term.
+template <class Layout, class X>
+FA2_HOST_DEVICE FA2_FORCE_INLINE auto broadcast(const X& x) {
+  using T = decltype(detail::element(x, 0, 0));
+  return zip_with(x, Frag<T, Layout>{}, [](T a, T) { return a; });
 }
 
 // Positions along the rows and columns of a tile that starts at (row0, col0): Triton's

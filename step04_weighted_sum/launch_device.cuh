@@ -1,0 +1,46 @@
+// Running a program body as a CUDA kernel: one thread block per program id, Body::num_threads
+// threads per block, the body's Shared struct in dynamic shared memory. See launch.hpp for
+// what a body is; the same body also runs on the host through run_on_host.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "common/cuda/cuda_check.hpp"
+#include "step03_tile_pointer/program_device.cuh"
+#include "step04_weighted_sum/launch.hpp"
+
+namespace fa2 {
+
+template <class Body>
+__global__ void __launch_bounds__(Body::num_threads) program_kernel(const typename Body::Params params) {
+  extern __shared__ __align__(128) std::byte shared_memory[];
+  const DeviceProgram<Body::num_threads> prog(shared_memory);
+  Body{}(prog, params);
+}
+
+template <class Body>
+constexpr std::size_t shared_bytes() {
+  return sizeof(typename Body::Shared);
+}
+
+// Launches grid.x * grid.y * grid.z programs on `stream`. Host-side work only: shared-memory
+// size, the opt-in for more than 48 KB, the launch and its error check.
+template <class Body>
+void launch_on_device(const Grid& grid, const typename Body::Params& params, cudaStream_t stream) {
+  constexpr std::size_t smem = shared_bytes<Body>();
+  if constexpr (smem > 48 * 1024) {
+    static const bool opted_in = [] {
+      FA2_CUDA_CHECK(cudaFuncSetAttribute(program_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(smem)));
+      return true;
+    }();
+    (void)opted_in;
+  }
+  const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
+  program_kernel<Body><<<blocks, Body::num_threads, smem, stream>>>(params);
+  FA2_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fa2

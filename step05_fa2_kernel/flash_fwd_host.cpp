@@ -1,0 +1,36 @@
+// The step05 kernel on the host: the same FlashFwdKernel body the GPU runs, called once per
+// program id by run_on_host (step04).
+#include <limits>
+
+#include "step05_fa2_kernel/flash_fwd.hpp"
+#include "step05_fa2_kernel/flash_fwd_kernel.hpp"
+#include "step05_fa2_kernel/flash_fwd_launch.hpp"
+
+namespace fa2 {
+
+void flash_fwd_host(const FlashFwdArgs& args) {
+  dispatch_flash<FlashFwdKernel, TileSizes<>, float, bf16>(args, HostLauncher{}, "the step05 kernel");
+}
+
+template <class T>
+FlashOutputs<T> poisoned_outputs(const Extents<3>& q_shape) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  return {Tensor<T, 3>(q_shape, convert<T>(nan)), Tensor<float, 2>(Extents<2>{q_shape[0], q_shape[1]}, nan)};
+}
+
+template <class T>
+FlashOutputs<T> flash_attention_host(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                     bool causal, std::optional<float> scale) {
+  auto out = poisoned_outputs<T>(Q.shape());
+  flash_fwd_host(make_flash_args<T>(Q, K, V, out.O.view(), out.L.view(), causal, scale));
+  return out;
+}
+
+template FlashOutputs<float> poisoned_outputs<float>(const Extents<3>&);
+template FlashOutputs<bf16> poisoned_outputs<bf16>(const Extents<3>&);
+template FlashOutputs<float> flash_attention_host<float>(TensorView<const float, 3>, TensorView<const float, 3>,
+                                                         TensorView<const float, 3>, bool, std::optional<float>);
+template FlashOutputs<bf16> flash_attention_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
+                                                       TensorView<const bf16, 3>, bool, std::optional<float>);
+
+}  // namespace fa2

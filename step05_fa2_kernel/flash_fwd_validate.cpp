@@ -1,0 +1,62 @@
+// Argument checks for the step05 kernel: everything the launch relies on is verified here,
+// before any memory is touched, with a message naming the argument and what is allowed.
+#include <cmath>
+#include <string>
+
+#include "common/check_arg.hpp"
+#include "step05_fa2_kernel/flash_fwd.hpp"
+
+namespace fa2 {
+
+std::string to_string(DType dtype) { return dtype == DType::float32 ? "float32" : "bfloat16"; }
+
+namespace {
+
+// The grid is (cdiv(N_q, Q_TILE), batch); CUDA caps a grid's y dimension at 65535.
+constexpr index_t kMaxBatch = 65535;
+
+void check_tensor(const char* name, const void* data, const Extents<3>& shape, const Extents<3>& strides) {
+  const std::string n(name);
+  require_arg(data != nullptr, n, "null pointer");
+  require_arg(shape[0] >= 1 && shape[1] >= 1 && shape[2] >= 1, n + ".shape",
+              "got " + to_string<3>(shape) + ", every length must be at least 1 (batch, seq, head_dim)");
+  require_arg(strides[2] == 1, n + ".stride(2)",
+              got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
+  require_arg(strides[0] >= 0 && strides[1] >= 0, n + ".strides", "got " + to_string<3>(strides) + ", strides must be >= 0");
+}
+
+}  // namespace
+
+void validate(const FlashFwdArgs& a) {
+  require_arg(a.dtype == DType::float32 || a.dtype == DType::bfloat16, "dtype", "allowed float32 or bfloat16");
+  check_tensor("Q", a.q, a.q_shape, a.q_strides);
+  check_tensor("K", a.k, a.k_shape, a.k_strides);
+  check_tensor("V", a.v, a.v_shape, a.v_strides);
+  check_tensor("O", a.o, a.o_shape, a.o_strides);
+
+  const index_t B = a.q_shape[0], N_q = a.q_shape[1], D = a.q_shape[2], N_k = a.k_shape[1];
+  require_arg(D == 16 || D == 32 || D == 64 || D == 128, "head_dim", got_allowed(D, "16, 32, 64 or 128"));
+  require_arg(B <= kMaxBatch, "batch", got_allowed(B, "at most 65535 (the launch grid's y dimension)"));
+  require_arg(a.k_shape[0] == B && a.k_shape[2] == D, "K.shape",
+              "got " + to_string<3>(a.k_shape) + ", its batch and head dim must match Q " + to_string<3>(a.q_shape));
+  require_arg(a.v_shape == a.k_shape, "V.shape",
+              "got " + to_string<3>(a.v_shape) + ", must equal K.shape " + to_string<3>(a.k_shape));
+  require_arg(a.o_shape == a.q_shape, "O.shape",
+              "got " + to_string<3>(a.o_shape) + ", must equal Q.shape " + to_string<3>(a.q_shape));
+
+  require_arg(a.l != nullptr, "L", "null pointer");
+  require_arg(a.l_shape == Extents<2>{B, N_q}, "L.shape",
+              "got " + to_string<2>(a.l_shape) + ", must be (batch, N_q) = " + to_string<2>(Extents<2>{B, N_q}));
+  require_arg(a.l_strides[0] >= 0 && a.l_strides[1] >= 0, "L.strides",
+              "got " + to_string<2>(a.l_strides) + ", strides must be >= 0");
+  if (a.scale) {
+    require_arg(std::isfinite(*a.scale), "scale", "must be a finite number");
+  }
+  (void)N_k;
+}
+
+float softmax_scale(const FlashFwdArgs& a) {
+  return a.scale.value_or(1.0f / std::sqrt(static_cast<float>(a.q_shape[2])));
+}
+
+}  // namespace fa2

@@ -1,0 +1,84 @@
+// tl.dot for the kernel: the two matrix products of attention, on register and shared tiles.
+//
+//   S = dot_abt(prog, Q_i, K_j, stage)        Q_i (M, K) and K_j (N, K) in shared memory -> (M, N) fp32
+//   O = dot(prog, P, V_j, acc, stage)          acc + P V; P (M, K) in registers, V_j (K, N) shared
+//
+// Like tl.dot, both operands must have one element type (float or bf16) and the result is
+// accumulated in float32. float32 operands are rounded to TF32 first, which is what the
+// tensor cores multiply (and what tl.dot does by default on Ampere and newer), so the host
+// interpreter here computes the same products as the GPU version in tile_dot_device.cuh.
+//
+// On the GPU, tensor-core results live in warp-wide fragments whose layout differs from
+// the row layout the softmax wants, so they travel through shared memory: DotStaging is that
+// shared memory. The host versions below ignore it.
+#pragma once
+
+#include <type_traits>
+
+#include "common/bf16.hpp"
+#include "common/numeric.hpp"
+#include "step03_tile_pointer/program.hpp"
+#include "step03_tile_pointer/tile.hpp"
+
+namespace fa2 {
+
+template <class T, int M, int N, int D>
+struct DotStaging {
+  Tile<float, Block<M, N>> S;  // scores on their way from the tensor cores to the registers
+  Tile<T, Block<M, N>> P;      // probabilities on their way to the tensor cores
+  Tile<float, Block<M, D>> O;  // the output accumulator, both ways
+};
+
+template <class TA, class TB>
+constexpr void check_dot_operands() {
+  static_assert(std::is_same_v<TA, TB>,
+                "dot: both operands must have the same element type (here they differ). Cast one with "
+                ".to<T>() and keep the result, as tl.dot also requires");
+  static_assert(std::is_same_v<TA, float> || std::is_same_v<TA, bf16>, "dot: operands must be float or bf16");
+}
+
+namespace detail {
+// What the tensor cores multiply: TF32 for float32 operands, bf16 exactly.
+template <class T>
+inline float tensor_core_operand(T x) {
+  if constexpr (std::is_same_v<T, float>) {
+    return round_to_tf32(x);
+  } else {
+    return static_cast<float>(x);
+  }
+}
+}  // namespace detail
+
+// ---- host interpreter versions ------------------------------------------------------------------
+template <class TA, class TB, int M, int N, int K, int PA, int PB, class Stage>
+Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram&, const Tile<TA, Block<M, K>, PA>& A,
+                                        const Tile<TB, Block<N, K>, PB>& B, Stage&) {
+  check_dot_operands<TA, TB>();
+  Frag<float, RowLayout<M, N, 1>> S;
+  for (int m = 0; m < M; ++m) {
+    for (int n = 0; n < N; ++n) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; ++k) acc += detail::tensor_core_operand(A.at(m, k)) * detail::tensor_core_operand(B.at(n, k));
+      S.v[m][n] = acc;
+    }
+  }
+  return S;
+}
+
+template <class TA, class TB, int M, int K, int N, int PB, class Stage>
+Frag<float, RowLayout<M, N, 1>> dot(const HostProgram&, const Frag<TA, RowLayout<M, K, 1>>& A,
+                                    const Tile<TB, Block<K, N>, PB>& B, const Frag<float, RowLayout<M, N, 1>>& acc,
+                                    Stage&) {
+  check_dot_operands<TA, TB>();
+  Frag<float, RowLayout<M, N, 1>> out;
+  for (int m = 0; m < M; ++m) {
+    for (int n = 0; n < N; ++n) {
+      float sum = 0.0f;
+      for (int k = 0; k < K; ++k) sum += detail::tensor_core_operand(A.v[m][k]) * detail::tensor_core_operand(B.at(k, n));
+      out.v[m][n] = acc.v[m][n] + sum;
+    }
+  }
+  return out;
+}
+
+}  // namespace fa2
