@@ -1,0 +1,91 @@
+// The test matrix shared by step05's host and GPU suites and by step06: the article's shapes,
+// the tolerances per dtype, and one function that runs a kernel on fresh random inputs and
+// checks O and L against the float64 reference.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/testing.hpp"
+#include "step05_fa2_kernel/flash_fwd.hpp"
+
+TYPE_TO_STRING(fa2::bf16);
+
+namespace fa2::testing {
+
+struct FlashShape {
+  index_t B, N_q, N_k, D;
+  std::string name() const {
+    return "(" + std::to_string(B) + " " + std::to_string(N_q) + " " + std::to_string(N_k) + " " + std::to_string(D) + ")";
+  }
+};
+
+// The shapes of the article's test file: the assignment's shape, a long one, ragged last
+// tiles on both axes, ragged and non-square, and a head dim of 128.
+inline const std::vector<FlashShape>& article_shapes() {
+  static const std::vector<FlashShape> shapes = {
+      {4, 128, 128, 64}, {2, 1024, 1024, 64}, {2, 100, 100, 64}, {1, 37, 53, 32}, {1, 200, 96, 128}};
+  return shapes;
+}
+
+// Tolerances (atol = rtol), the article's:
+//  - float32: 1e-2, because the products run in TF32 (10 mantissa bits, relative rounding
+//    2^-11 per operand), like tl.dot's default; measured errors are ~1e-3.
+//  - bfloat16: 2e-2, because the inputs, P before the second product and O itself are
+//    rounded to 8 significant bits (2^-9 relative); measured errors are ~5e-3.
+template <class T>
+constexpr Tolerance flash_tolerance() {
+  return std::is_same_v<T, float> ? Tolerance{1e-2, 1e-2} : Tolerance{2e-2, 2e-2};
+}
+
+struct FlashInputs {
+  std::uint64_t seed;
+};
+
+template <class T>
+using FlashRunner = std::function<FlashOutputs<T>(TensorView<const T, 3>, TensorView<const T, 3>,
+                                                  TensorView<const T, 3>, bool)>;
+
+// Result of one comparison, for tests that expect a failure (step06).
+struct FlashCheck {
+  CloseReport O, L;
+  bool ok() const { return O.ok && L.ok; }
+};
+
+// Runs `run` on fresh N(0, 1) inputs of `shape` and compares against the reference.
+template <class T>
+FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, bool causal,
+                           Tolerance tol = flash_tolerance<T>()) {
+  Rng rng(fresh_seed());
+  const auto Q = random_normal<T, 3>({shape.B, shape.N_q, shape.D}, rng);
+  const auto K = random_normal<T, 3>({shape.B, shape.N_k, shape.D}, rng);
+  const auto V = random_normal<T, 3>({shape.B, shape.N_k, shape.D}, rng);
+  const auto out = run(Q.cview(), K.cview(), V.cview(), causal);
+  const auto ref = reference_attention<T>(Q.cview(), K.cview(), V.cview(), causal);
+  FlashCheck c{compare_close(out.O.cview(), ref.O.cview(), tol, "O"), compare_close(out.L.cview(), ref.L.cview(), tol, "L")};
+  const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
+                            " seed " + std::to_string(rng.seed()) + ": ";
+  c.O.what = where + "O";
+  c.L.what = where + "L";
+  return c;
+}
+
+// The article's matrix for one dtype: every shape, non-causal, and causal for square shapes.
+template <class T>
+void check_article_matrix(const FlashRunner<T>& run) {
+  for (const auto& shape : article_shapes()) {
+    for (bool causal : {false, true}) {
+      if (causal && shape.N_q != shape.N_k) continue;  // the article keeps causal cases square
+      const auto c = run_and_compare<T>(run, shape, causal);
+      CHECK_MESSAGE(c.O.ok, c.O.summary());
+      CHECK_MESSAGE(c.L.ok, c.L.summary());
+    }
+  }
+}
+
+}  // namespace fa2::testing

@@ -1,0 +1,181 @@
+// step05 on the host path: the kernel body run by run_on_host, against the float64 reference.
+// Runs in CI. The GPU suite (test_flash_gpu.cu) runs the same matrix on the device.
+#include <cmath>
+#include <limits>
+
+#include "step05_fa2_kernel/flash_fwd.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support.hpp"
+
+using fa2::index_t;
+using fa2::Tensor;
+using fa2::TensorView;
+
+namespace {
+
+template <class T>
+fa2::testing::FlashRunner<T> host_runner() {
+  return [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return fa2::flash_attention_host<T>(Q, K, V, causal);
+  };
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+  TEST_CASE_TEMPLATE("the article's shapes match the reference for O and L", T, float, fa2::bf16) {
+    fa2::testing::check_article_matrix<T>(host_runner<T>());
+  }
+
+  TEST_CASE_TEMPLATE("causal attention with N_q != N_k follows the top-left mask", T, float, fa2::bf16) {
+    for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 37, 53, 32}, {2, 100, 30, 64}}) {
+      const auto c = fa2::testing::run_and_compare<T>(host_runner<T>(), shape, true);
+      CHECK_MESSAGE(c.O.ok, c.O.summary());
+      CHECK_MESSAGE(c.L.ok, c.L.summary());
+    }
+  }
+
+  TEST_CASE("every head dim and lengths below one tile work") {
+    for (index_t D : {16, 32, 64, 128}) {
+      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 1, 1, D}, {1, 5, 17, D}, {1, 33, 16, D}}) {
+        for (bool causal : {false, true}) {
+          const auto c = fa2::testing::run_and_compare<float>(host_runner<float>(), shape, causal);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+
+  TEST_CASE("non-contiguous inputs are read through their strides") {
+    // One head of a (B, N, H, D) tensor, as a projection layer produces it: rows are H*D apart.
+    const index_t B = 2, N = 45, H = 3, D = 32, h = 1;
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const auto q4 = fa2::random_normal<float, 4>({B, N, H, D}, rng);
+    const auto k4 = fa2::random_normal<float, 4>({B, N, H, D}, rng);
+    const auto v4 = fa2::random_normal<float, 4>({B, N, H, D}, rng);
+    const fa2::Extents<3> shape{B, N, D}, strides{N * H * D, H * D, 1};
+    const TensorView<const float, 3> Q(q4.view().data() + h * D, shape, strides);
+    const TensorView<const float, 3> K(k4.view().data() + h * D, shape, strides);
+    const TensorView<const float, 3> V(v4.view().data() + h * D, shape, strides);
+    CHECK_FALSE(Q.is_contiguous());
+
+    // O with padded rows, poisoned everywhere, so we also see that the gaps stay untouched.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    auto O = Tensor<float, 3>::strided(shape, {N * (D + 8), D + 8, 1}, nan);
+    Tensor<float, 2> L({B, N}, nan);
+    for (bool causal : {false, true}) {
+      fa2::flash_fwd_host(fa2::make_flash_args<float>(Q, K, V, O.view(), L.view(), causal));
+      const auto ref = fa2::reference_attention<float>(Q, K, V, causal);
+      FA2_CHECK_CLOSE(O.cview(), ref.O.cview(), fa2::testing::flash_tolerance<float>(), "O");
+      FA2_CHECK_CLOSE(L.cview(), ref.L.cview(), fa2::testing::flash_tolerance<float>(), "L");
+    }
+    // Every storage element outside the view (the 8 padding columns of each row) is still NaN.
+    int gaps_written = 0;
+    for (std::size_t i = 0; i < O.storage().size(); ++i) {
+      const bool in_gap = static_cast<index_t>(i) % (D + 8) >= D;
+      if (in_gap && !std::isnan(O.storage()[i])) ++gaps_written;
+    }
+    CHECK(gaps_written == 0);
+  }
+
+  TEST_CASE("an explicit softmax scale replaces 1/sqrt(D)") {
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const auto Q = fa2::random_normal<float, 3>({1, 40, 64}, rng), K = fa2::random_normal<float, 3>({1, 40, 64}, rng),
+               V = fa2::random_normal<float, 3>({1, 40, 64}, rng);
+    const auto out = fa2::flash_attention_host<float>(Q.cview(), K.cview(), V.cview(), false, 0.05f);
+    const auto ref = fa2::reference_attention<float>(Q.cview(), K.cview(), V.cview(), false, 0.05);
+    FA2_CHECK_CLOSE(out.O.cview(), ref.O.cview(), fa2::testing::flash_tolerance<float>(), "O");
+    FA2_CHECK_CLOSE(out.L.cview(), ref.L.cview(), fa2::testing::flash_tolerance<float>(), "L");
+  }
+}
+
+TEST_SUITE("validation") {
+  namespace {
+  struct Fixture {
+    Tensor<float, 3> Q{fa2::Extents<3>{2, 20, 64}}, K{fa2::Extents<3>{2, 30, 64}}, V{fa2::Extents<3>{2, 30, 64}};
+    Tensor<float, 3> O{fa2::Extents<3>{2, 20, 64}};
+    Tensor<float, 2> L{fa2::Extents<2>{2, 20}};
+    fa2::FlashFwdArgs args() { return fa2::make_flash_args<float>(Q.cview(), K.cview(), V.cview(), O.view(), L.view(), false); }
+  };
+
+  void check_rejects(const fa2::FlashFwdArgs& a, const char* fragment) {
+    CHECK_THROWS_WITH_AS(fa2::flash_fwd_host(a), doctest::Contains(fragment), std::invalid_argument);
+  }
+  }  // namespace
+
+  TEST_CASE("a valid call passes validation") {
+    Fixture f;
+    CHECK_NOTHROW(fa2::validate(f.args()));
+  }
+  TEST_CASE("an unsupported head dim is rejected naming the allowed ones") {
+    Fixture f;
+    Tensor<float, 3> q({2, 20, 48}), k({2, 30, 48}), v({2, 30, 48}), o({2, 20, 48});
+    check_rejects(fa2::make_flash_args<float>(q.cview(), k.cview(), v.cview(), o.view(), f.L.view(), false),
+                  "head_dim: got 48, allowed 16, 32, 64 or 128");
+  }
+  TEST_CASE("mismatched shapes between Q K V O and L are rejected") {
+    Fixture f;
+    auto a = f.args();
+    a.k_shape = {3, 30, 64};
+    check_rejects(a, "K.shape");
+    a = f.args();
+    a.v_shape = {2, 31, 64};
+    check_rejects(a, "V.shape");
+    a = f.args();
+    a.o_shape = {2, 21, 64};
+    check_rejects(a, "O.shape");
+    a = f.args();
+    a.l_shape = {2, 19};
+    check_rejects(a, "L.shape");
+  }
+  TEST_CASE("a head dim that is not contiguous is rejected") {
+    Fixture f;
+    auto a = f.args();
+    a.v_strides = {30 * 128, 128, 2};
+    check_rejects(a, "V.stride(2): got 2, allowed 1");
+  }
+  TEST_CASE("null pointers are rejected naming the tensor") {
+    Fixture f;
+    for (const char* which : {"Q", "K", "V", "O", "L"}) {
+      auto a = f.args();
+      const std::string w(which);
+      if (w == "Q") a.q = nullptr;
+      if (w == "K") a.k = nullptr;
+      if (w == "V") a.v = nullptr;
+      if (w == "O") a.o = nullptr;
+      if (w == "L") a.l = nullptr;
+      check_rejects(a, (w + ": null pointer").c_str());
+    }
+  }
+  TEST_CASE("zero lengths are rejected") {
+    Fixture f;
+    auto a = f.args();
+    a.q_shape = {2, 0, 64};
+    check_rejects(a, "Q.shape");
+    a = f.args();
+    a.k_shape = {2, 0, 64};
+    check_rejects(a, "K.shape");
+    a = f.args();
+    a.q_shape = {0, 20, 64};
+    check_rejects(a, "Q.shape");
+  }
+  TEST_CASE("a batch beyond the grid limit is rejected") {
+    Fixture f;
+    auto a = f.args();
+    a.q_shape = a.o_shape = {70000, 20, 64};
+    a.k_shape = a.v_shape = {70000, 30, 64};
+    a.l_shape = {70000, 20};
+    check_rejects(a, "batch: got 70000");
+  }
+  TEST_CASE("a non-finite scale and negative strides are rejected") {
+    Fixture f;
+    auto a = f.args();
+    a.scale = std::numeric_limits<float>::infinity();
+    check_rejects(a, "scale");
+    a = f.args();
+    a.q_strides = {-1280, 64, 1};
+    check_rejects(a, "Q.strides");
+  }
+}
