@@ -1,0 +1,143 @@
+// Step 2: the tiled FlashAttention-2 forward on the CPU. Read tiled_attention_forward below
+// top to bottom: the outer loop walks query tiles, the inner loop key/value tiles.
+//   cmake --build --preset default --target step02_tests && ctest --preset default -L step02
+#include "step02_tiled_cpu/tiled_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "common/check_arg.hpp"
+
+namespace fa2::tiled {
+namespace {
+
+template <class A>
+using Vector = Eigen::VectorX<A>;
+
+// Rows [row0, row0 + rows) of batch b of a (B, N, D) view, widened to A: a (rows, D) tile.
+template <class A, class T>
+RowMatrix<A> load_rows(TensorView<const T, 3> t, index_t b, index_t row0, index_t rows) {
+  RowMatrix<A> tile(rows, t.size(2));
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t d = 0; d < t.size(2); ++d) tile(r, d) = convert<A>(t(b, row0 + r, d));
+  }
+  return tile;
+}
+
+// Causal, top-left: row r of the tile is query q_start + r, column c is key k_start + c,
+// and a key after its query is masked. Its score becomes -inf, so its weight exp(-inf - m)
+// is exactly 0.
+template <class A>
+void mask_future_keys(RowMatrix<A>& S_ij, index_t q_start, index_t k_start) {
+  for (Eigen::Index r = 0; r < S_ij.rows(); ++r) {
+    for (Eigen::Index c = 0; c < S_ij.cols(); ++c) {
+      if (k_start + c > q_start + r) S_ij(r, c) = -std::numeric_limits<A>::infinity();
+    }
+  }
+}
+
+// Element-wise std::exp, which gives exactly 0 for -inf. Eigen 3.4's own .exp() does not
+// when it vectorises: it clamps the argument first and returns ~3e-39 (float) or ~6e-309
+// (double) for -inf. The result would still be right to the last digit, but the first
+// rescale factor and a masked key's weight would no longer be exactly 0, which is what
+// the article argues and what our tests check.
+template <class Derived>
+auto exp_of(const Eigen::MatrixBase<Derived>& x) {
+  using A = typename Derived::Scalar;
+  return x.unaryExpr([](A v) { return std::exp(v); });
+}
+
+template <class T>
+void validate(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+              const TileOptions& options) {
+  const auto shape = [](const auto& view) { return to_string<3>(view.shape()); };
+  require_arg(Q.size(0) >= 1 && Q.size(1) >= 1 && Q.size(2) >= 1, "Q",
+              "shape must be (B >= 1, Nq >= 1, D >= 1), got " + shape(Q));
+  require_arg(K.size(0) == Q.size(0) && K.size(1) >= 1 && K.size(2) == Q.size(2), "K",
+              "shape must be (B, Nk >= 1, D) with B and D of Q " + shape(Q) + ", got " + shape(K));
+  require_arg(V.size(0) == K.size(0) && V.size(1) == K.size(1) && V.size(2) >= 1, "V",
+              "shape must be (B, Nk, Dv >= 1) with B and Nk of K " + shape(K) + ", got " + shape(V));
+  require_arg(Q.data() != nullptr, "Q", "the view has no data (null pointer)");
+  require_arg(K.data() != nullptr, "K", "the view has no data (null pointer)");
+  require_arg(V.data() != nullptr, "V", "the view has no data (null pointer)");
+  require_arg(options.block_q >= 1, "block_q", got_allowed(options.block_q, "any integer >= 1"));
+  require_arg(options.block_k >= 1, "block_k", got_allowed(options.block_k, "any integer >= 1"));
+  require_arg(!options.scale || std::isfinite(*options.scale), "scale",
+              got_allowed(options.scale.value_or(0.0), "a finite number, or none for 1/sqrt(D)"));
+}
+
+}  // namespace
+
+template <class T>
+ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                         TensorView<const T, 3> V, const TileOptions& options,
+                                         const KeyTileTrace<accum_t<T>>& trace) {
+  using A = accum_t<T>;
+  validate(Q, K, V, options);
+  const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
+  const index_t B_q = options.block_q, B_k = options.block_k;
+  const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
+
+  ForwardResult<T> out{Tensor<T, 3>({B, Nq, Dv}), Tensor<A, 2>({B, Nq})};
+  for (index_t b = 0; b < B; ++b) {
+    // Outer loop: query tiles. They are independent (one GPU program each in later steps).
+    for (index_t q_start = 0; q_start < Nq; q_start += B_q) {
+      const index_t q_rows = std::min(B_q, Nq - q_start);  // the last tile may be short
+      const RowMatrix<A> Q_i = load_rows<A>(Q, b, q_start, q_rows);  // (q_rows, D)
+      Vector<A> m_i = Vector<A>::Constant(q_rows, -std::numeric_limits<A>::infinity());  // (q_rows)
+      Vector<A> l_i = Vector<A>::Zero(q_rows);                                             // (q_rows)
+      RowMatrix<A> O_i = RowMatrix<A>::Zero(q_rows, Dv);  // (q_rows, Dv), unnormalised
+
+      // Causal: keys after the tile's last query are masked for every row of the tile, so
+      // the loop stops there instead of computing tiles that would be thrown away.
+      const index_t k_end = options.causal ? std::min(Nk, q_start + q_rows) : Nk;
+      // Inner loop: key/value tiles. Key 0 is in the first tile and every query sees it,
+      // so after that tile m_i is finite in every row and exp(m_old - m_new) is never
+      // exp(-inf - -inf) = NaN.
+      for (index_t k_start = 0; k_start < k_end; k_start += B_k) {
+        const index_t k_cols = std::min(B_k, k_end - k_start);          // the last tile may be short
+        const RowMatrix<A> K_j = load_rows<A>(K, b, k_start, k_cols);  // (k_cols, D)
+        const RowMatrix<A> V_j = load_rows<A>(V, b, k_start, k_cols);  // (k_cols, Dv)
+        RowMatrix<A> S_ij = (Q_i * K_j.transpose()) * scale;            // (q_rows, k_cols)
+        if (options.causal) mask_future_keys(S_ij, q_start, k_start);
+        const Vector<A> m_old = m_i;  // (q_rows)
+        Vector<A> alpha(q_rows);      // (q_rows) rescale factor for the old l_i and O_i
+        // BEGIN SOLUTION step02
+        const Vector<A> m_new = m_old.cwiseMax(S_ij.rowwise().maxCoeff());  // (q_rows)
+        alpha = exp_of(m_old - m_new);                                        // exactly 0 on the first tile
+        const RowMatrix<A> P_ij = exp_of(S_ij.colwise() - m_new);             // (q_rows, k_cols)
+        l_i = alpha.cwiseProduct(l_i) + P_ij.rowwise().sum();
+        O_i = alpha.asDiagonal() * O_i + P_ij * V_j;  // rescale the old rows, add this tile's
+        m_i = m_new;
+        // END SOLUTION step02
+        if (trace) trace(KeyTileStep<A>{b, q_start, k_start, S_ij, m_old, m_i, alpha, l_i});
+      }
+
+      // Every key tile is in: divide by l once (FA1 re-normalised after every tile), and
+      // keep L = m + log(l) for the backward pass.
+      for (index_t r = 0; r < q_rows; ++r) {
+        // BEGIN SOLUTION step02
+        for (index_t d = 0; d < Dv; ++d) out.O(b, q_start + r, d) = convert<T>(O_i(r, d) / l_i(r));
+        out.L(b, q_start + r) = m_i(r) + std::log(l_i(r));
+        // END SOLUTION step02
+      }
+    }
+  }
+  return out;
+}
+
+template ForwardResult<float> tiled_attention_forward<float>(TensorView<const float, 3>, TensorView<const float, 3>,
+                                                             TensorView<const float, 3>, const TileOptions&,
+                                                             const KeyTileTrace<float>&);
+template ForwardResult<double> tiled_attention_forward<double>(TensorView<const double, 3>,
+                                                               TensorView<const double, 3>,
+                                                               TensorView<const double, 3>, const TileOptions&,
+                                                               const KeyTileTrace<double>&);
+template ForwardResult<bf16> tiled_attention_forward<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
+                                                           TensorView<const bf16, 3>, const TileOptions&,
+                                                           const KeyTileTrace<float>&);
+
+}  // namespace fa2::tiled
