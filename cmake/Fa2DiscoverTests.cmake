@@ -30,10 +30,9 @@ foreach(suite IN LISTS suites)
     if(case MATCHES "[,*?\\[\\]]")
       message(FATAL_ERROR "Test case name '${case}' has a character that doctest filters treat specially")
     endif()
-    set(labels ${step_labels})
-    if(NOT suite STREQUAL "")
-      list(APPEND labels "${suite}")
-    endif()
+    # A suite named "gpu+bug2" gives both labels, "gpu" and "bug2".
+    string(REPLACE "+" ";" suite_labels "${suite}")
+    set(labels ${step_labels} ${suite_labels})
     string(APPEND script
       "add_test([==[${case}]==] \"${TEST_EXECUTABLE}\" [==[--test-case=${case}]==] --no-version)\n"
       "set_tests_properties([==[${case}]==] PROPERTIES LABELS \"${labels}\""

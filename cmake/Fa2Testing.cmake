@@ -2,8 +2,9 @@
 #
 #   fa2_add_doctest(<target> LABEL <stepNN> SOURCES ... [LINK ...])
 #       A doctest executable. Each TEST_CASE becomes its own ctest test, labelled with the
-#       step and with its TEST_SUITE names (e.g. "gpu"), so `ctest -L step05` or
-#       `ctest -L gpu` select what they say. Exit code 77 means "skipped" (no GPU here).
+#       step and with its TEST_SUITE name (e.g. "gpu"; "gpu+bug2" gives two labels), so
+#       `ctest -L step05` or `ctest -L gpu` select what they say. Exit code 77 means
+#       "skipped" (no GPU here).
 #
 #   fa2_add_demo(<target> TITLE "<heading>" SOURCES ... [LINK ...] [ARGS ...])
 #       A demo executable, run in registration order by the `walkthrough` target.

@@ -84,6 +84,12 @@ template <class T>
 FlashOutputs<T> flash_attention_host(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                      bool causal, std::optional<float> scale = std::nullopt);
 
+// The same for any host launcher with flash_fwd_host's signature (step06's buggy variants).
+using HostLaunchFn = void (*)(const FlashFwdArgs&);
+template <class T>
+FlashOutputs<T> run_with_host_tensors(HostLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt);
+
 // Fresh outputs for Q of shape (B, N_q, D), filled with NaN.
 template <class T>
 FlashOutputs<T> poisoned_outputs(const Extents<3>& q_shape);

@@ -7,13 +7,15 @@
 
 namespace fa2 {
 
+FA2_FLASH_KERNEL_FAMILY(Step05Kernels, FlashFwdKernel)
+
 void flash_fwd_cuda(const FlashFwdArgs& args, cudaStream_t stream) {
-  dispatch_flash<FlashFwdKernel, TileSizes<>, float, bf16>(args, DeviceLauncher{stream}, "the step05 kernel");
+  dispatch_flash<Step05Kernels, TileSizes<>, float, bf16>(args, DeviceLauncher{stream}, "the step05 kernel");
 }
 
 template <class T>
-FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
-                                     bool causal, std::optional<float> scale) {
+FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                        TensorView<const T, 3> V, bool causal, std::optional<float> scale) {
   // Each input keeps its layout (strides included) on the device.
   const auto upload = [](TensorView<const T, 3> x) {
     auto staged = Tensor<T, 3>::strided(x.shape(), x.strides());
@@ -25,13 +27,25 @@ FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const 
   auto out = poisoned_outputs<T>(Q.shape());
   cuda::DeviceTensor<T, 3> dO(out.O);  // uploads the NaN poison too
   cuda::DeviceTensor<float, 2> dL(out.L);
-  flash_fwd_cuda(make_flash_args<T>(dq.view(), dk.view(), dv.view(), dO.view(), dL.view(), causal, scale), nullptr);
+  launch(make_flash_args<T>(dq.view(), dk.view(), dv.view(), dO.view(), dL.view(), causal, scale), nullptr);
   FA2_CUDA_CHECK(cudaDeviceSynchronize());
   dO.download_to(out.O);
   dL.download_to(out.L);
   return out;
 }
 
+template <class T>
+FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                     bool causal, std::optional<float> scale) {
+  return run_with_device_tensors<T>(&flash_fwd_cuda, Q, K, V, causal, scale);
+}
+
+template FlashOutputs<float> run_with_device_tensors<float>(CudaLaunchFn, TensorView<const float, 3>,
+                                                            TensorView<const float, 3>, TensorView<const float, 3>, bool,
+                                                            std::optional<float>);
+template FlashOutputs<bf16> run_with_device_tensors<bf16>(CudaLaunchFn, TensorView<const bf16, 3>,
+                                                          TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
+                                                          std::optional<float>);
 template FlashOutputs<float> flash_attention_cuda<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_cuda<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

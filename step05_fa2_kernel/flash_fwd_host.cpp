@@ -8,8 +8,10 @@
 
 namespace fa2 {
 
+FA2_FLASH_KERNEL_FAMILY(Step05Kernels, FlashFwdKernel)
+
 void flash_fwd_host(const FlashFwdArgs& args) {
-  dispatch_flash<FlashFwdKernel, TileSizes<>, float, bf16>(args, HostLauncher{}, "the step05 kernel");
+  dispatch_flash<Step05Kernels, TileSizes<>, float, bf16>(args, HostLauncher{}, "the step05 kernel");
 }
 
 template <class T>
@@ -19,15 +21,26 @@ FlashOutputs<T> poisoned_outputs(const Extents<3>& q_shape) {
 }
 
 template <class T>
+FlashOutputs<T> run_with_host_tensors(HostLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale) {
+  auto out = poisoned_outputs<T>(Q.shape());
+  launch(make_flash_args<T>(Q, K, V, out.O.view(), out.L.view(), causal, scale));
+  return out;
+}
+
+template <class T>
 FlashOutputs<T> flash_attention_host(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                      bool causal, std::optional<float> scale) {
-  auto out = poisoned_outputs<T>(Q.shape());
-  flash_fwd_host(make_flash_args<T>(Q, K, V, out.O.view(), out.L.view(), causal, scale));
-  return out;
+  return run_with_host_tensors<T>(&flash_fwd_host, Q, K, V, causal, scale);
 }
 
 template FlashOutputs<float> poisoned_outputs<float>(const Extents<3>&);
 template FlashOutputs<bf16> poisoned_outputs<bf16>(const Extents<3>&);
+template FlashOutputs<float> run_with_host_tensors<float>(HostLaunchFn, TensorView<const float, 3>,
+                                                          TensorView<const float, 3>, TensorView<const float, 3>, bool,
+                                                          std::optional<float>);
+template FlashOutputs<bf16> run_with_host_tensors<bf16>(HostLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
+                                                        TensorView<const bf16, 3>, bool, std::optional<float>);
 template FlashOutputs<float> flash_attention_host<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

@@ -75,9 +75,9 @@ struct FlashFwdKernel {
 
       auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
 
-      // Which scores count. Keys past N_KEYS are the zero padding of the last K tile: their
-      // score would be exactly 0, not -inf, so they must be masked out explicitly.
-      auto keep = broadcast<Scores>(k_pos < p.N_KEYS);
+      // Which scores count: real keys only (the last K tile is zero-padded past N_KEYS, and a
+      // zero key scores exactly 0, not -inf), and with the causal mask, no key after the query.
+      auto keep = broadcast<Scores>(k_pos < p.N_KEYS);  // padded keys must not vote
       if constexpr (Cfg::is_causal) {
         keep = keep & (k_pos <= q_pos);
       }
@@ -93,8 +93,8 @@ struct FlashFwdKernel {
       const auto alpha = exp(m_i - m_new);   // rescales the old state: exactly 0 on the first tile
       l_i = alpha * l_i + row_sum(prog, P_ij);
 
-      // P is cast to V's element type for the second product, and the cast is kept.
-      const auto P_ij_v = P_ij.template to<T>();
+      // The second product takes P in V's element type.
+      const auto P_ij_v = P_ij.template to<T>();  // keep the cast: to<T>() returns a new tile
       O_acc = dot(prog, P_ij_v, smem.V_j, alpha * O_acc, smem.stage);
       m_i = m_new;
 

@@ -43,9 +43,15 @@ struct TypeTag {
   using type = T;
 };
 
-// Calls launch.template operator()<Body>(grid, params) with Body = Kernel<Config> for the
-// arguments' dtype (one of DTypes...), head dim and causal flag.
-template <template <class> class Kernel, class Tiles, class... DTypes, class Launch>
+// Calls launch.template operator()<Body>(grid, params) with Body = Kernels::type<Config> for
+// the arguments' dtype (one of DTypes...), head dim and causal flag.
+//
+// Kernels is a type with a member template `type`, declared in an anonymous namespace by the
+// translation unit that launches (see FLASH_KERNEL_FAMILY below). It must be a type: GCC
+// gives internal linkage to instantiations over a local *type*, but not over a local
+// template passed as a template template argument, and the linker would then merge the
+// fixed kernel's dispatch with a buggy twin's from another file (step06 builds both).
+template <class Kernels, class Tiles, class... DTypes, class Launch>
 void dispatch_flash(const FlashFwdArgs& args, Launch&& launch, const char* variant) {
   validate(args);
   bool launched = false;
@@ -56,10 +62,12 @@ void dispatch_flash(const FlashFwdArgs& args, Launch&& launch, const char* varia
     auto with_head_dim = [&]<int D>() {
       const Grid grid{static_cast<int>(cdiv<index_t>(args.q_shape[1], Tiles::q_tile)), static_cast<int>(args.q_shape[0]), 1};
       if (args.causal) {
-        launch.template operator()<Kernel<FlashFwdConfig<T, D, true, Tiles::q_tile, Tiles::k_tile, Tiles::num_warps>>>(
+        launch.template operator()<
+            typename Kernels::template type<FlashFwdConfig<T, D, true, Tiles::q_tile, Tiles::k_tile, Tiles::num_warps>>>(
             grid, params);
       } else {
-        launch.template operator()<Kernel<FlashFwdConfig<T, D, false, Tiles::q_tile, Tiles::k_tile, Tiles::num_warps>>>(
+        launch.template operator()<
+            typename Kernels::template type<FlashFwdConfig<T, D, false, Tiles::q_tile, Tiles::k_tile, Tiles::num_warps>>>(
             grid, params);
       }
     };
@@ -76,6 +84,16 @@ void dispatch_flash(const FlashFwdArgs& args, Launch&& launch, const char* varia
     throw std::invalid_argument(std::string("dtype: ") + variant + " is not built for " + to_string(args.dtype));
   }
 }
+
+// Declares, in the including file's anonymous namespace, the type `name` whose member
+// template `type<Cfg>` is the kernel template `kernel` (e.g. FlashFwdKernel).
+#define FA2_FLASH_KERNEL_FAMILY(name, kernel) \
+  namespace {                                 \
+  struct name {                               \
+    template <class Cfg>                      \
+    using type = kernel<Cfg>;                 \
+  };                                          \
+  }
 
 // The host launcher: Triton's interpreter mode.
 struct HostLauncher {

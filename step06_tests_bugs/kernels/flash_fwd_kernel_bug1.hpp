@@ -1,0 +1,117 @@
+// The FlashAttention-2 forward kernel, one program per (query tile, batch element).
+//
+// Read it next to the article's Triton kernel: tile pointers for Q, K, V, O and L, Q_i loaded
+// once, K_j and V_j advanced through the keys, the running m_i, l_i, O_i in float32, and O
+// divided by l once at the end. It runs on the GPU (one thread block per program) and on the
+// host (run_on_host), from this one body. Launchers: flash_fwd_launch.hpp / .cuh.
+#pragma once
+
+#include <limits>
+
+#include "step03_tile_pointer/load_store.hpp"
+#include "step03_tile_pointer/tile.hpp"
+#include "step03_tile_pointer/tile_pointer.hpp"
+#include "step05_fa2_kernel/flash_fwd_params.hpp"
+#include "step05_fa2_kernel/tile_dot.hpp"
+
+namespace fa2 {
+// Internal linkage: every translation unit that includes a kernel file gets its own copy, which
+// lets step06 build this kernel and its buggy twins side by side from files that differ only
+// in the lines that carry the bugs.
+namespace {
+
+template <class Cfg>
+struct FlashFwdKernel {
+  using T = typename Cfg::T;
+  static constexpr int D = Cfg::D;
+  static constexpr int Q_TILE = Cfg::Q_TILE;
+  static constexpr int K_TILE = Cfg::K_TILE;
+  static constexpr int num_threads = Cfg::num_warps * 32;
+  using Params = FlashFwdParams<T>;
+
+  struct Shared {
+    Tile<T, Block<Q_TILE, D>> Q_i;
+    Tile<T, Block<K_TILE, D>> K_j;
+    Tile<T, Block<K_TILE, D>> V_j;
+    DotStaging<T, Q_TILE, K_TILE, D> stage;
+  };
+
+  template <class Program>
+  FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    auto& smem = prog.template shared<Shared>();
+    const index_t query_tile_index = prog.program_id(0);
+    const index_t batch_index = prog.program_id(1);
+
+    // A (rows, D) tile pointer into each tensor of this batch element. Q and O start at this
+    // program's query tile; K and V start at key 0 and move down one tile per step.
+    auto Q_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.Q + batch_index * p.stride_qb, {p.N_QUERIES, D},
+                                                 {p.stride_qq, p.stride_qd}, {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
+    auto K_ptr = make_tile_ptr<Block<K_TILE, D>>(p.K + batch_index * p.stride_kb, {p.N_KEYS, D},
+                                                 {p.stride_kk, p.stride_kd}, {0, 0}, Order<1, 0>{});
+    auto V_ptr = make_tile_ptr<Block<K_TILE, D>>(p.V + batch_index * p.stride_vb, {p.N_KEYS, D},
+                                                 {p.stride_vk, p.stride_vd}, {0, 0}, Order<1, 0>{});
+    auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
+                                                 {p.stride_oq, p.stride_od}, {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
+    auto L_ptr = make_tile_ptr<Block<Q_TILE>>(p.L + batch_index * p.stride_lb, {p.N_QUERIES}, {p.stride_lq},
+                                              {query_tile_index * Q_TILE}, Order<0>{});
+
+    using Scores = RowLayoutFor<Program, Q_TILE, K_TILE>;  // how (Q_TILE, K_TILE) tiles sit in registers
+    using Rows = RowLayoutFor<Program, Q_TILE, D>;         // and (Q_TILE, D) tiles
+
+    // The running state, float32 whatever T is.
+    auto O_acc = Frag<float, Rows>::filled(0.0f);                                      // (Q_TILE, D)
+    auto l_i = RowVec<float, Scores>::filled(0.0f);                                    // (Q_TILE,)
+    auto m_i = RowVec<float, Scores>::filled(-std::numeric_limits<float>::infinity());  // (Q_TILE,)
+
+    load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);
+    const auto q_pos = row_positions<Scores>(prog, query_tile_index * Q_TILE);  // (Q_TILE, 1)
+
+    for (index_t j = 0; j < cdiv<index_t>(p.N_KEYS, K_TILE); ++j) {
+      const auto k_pos = col_positions<Scores>(prog, j * K_TILE);  // (1, K_TILE)
+
+      load(prog, K_ptr, smem.K_j, boundary_check<0, 1>, Padding::zero);
+      load(prog, V_ptr, smem.V_j, boundary_check<0, 1>, Padding::zero);
+      prog.sync();
+
+      auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
+
+      // Which scores count: real keys only (the last K tile is zero-padded past N_KEYS, and a
+      // zero key scores exactly 0, not -inf), and with the causal mask, no key after the query.
+      auto keep = broadcast<Scores>(k_pos < p.N_KEYS);  // padded keys must not vote
+      if constexpr (Cfg::is_causal) {
+        keep = keep & (k_pos <= q_pos);
+      }
+      // A large negative number rather than -inf: a row whose scores were all -inf would give
+      // exp(-inf - (-inf)) = NaN. With -1e6, a masked key's weight underflows to exactly 0 once
+      // the row has seen a real key. The hazard left: a row with no visible key at all would
+      // average the masked values with weight 1 each. It cannot happen here (every query sees
+      // key 0), but a kernel that allows such rows must handle them explicitly.
+      S_ij = where(keep, S_ij, -1.0e6f);
+
+      const auto m_new = maximum(m_i, row_max(prog, S_ij));
+      const auto P_ij = exp(S_ij - m_new);   // unnormalised probabilities, float32
+      const auto alpha = exp(m_i - m_new);   // rescales the old state: exactly 0 on the first tile
+      l_i = alpha * l_i + row_sum(prog, P_ij);
+
+      // The second product takes P in V's element type.
+      P_ij.template to<T>();  // cast P to V's dtype before the dot
+      O_acc = dot(prog, P_ij, smem.V_j, alpha * O_acc, smem.stage);
+      m_i = m_new;
+
+      K_ptr = K_ptr.advance({K_TILE, 0});
+      V_ptr = V_ptr.advance({K_TILE, 0});
+    }
+
+    // Normalise once, store O in the input dtype and L = m + log(l) in float32; rows past
+    // N_QUERIES (computed from zero-padded queries) are never written.
+    const auto O_i = O_acc / l_i;
+    O_i.template to<T>();
+    store(prog, O_ptr, O_i, boundary_check<0, 1>);
+    const auto L_i = m_i + log(l_i);
+    L_i.template to<float>();
+    store(prog, L_ptr, L_i, boundary_check<0>);
+  }
+};
+
+}  // namespace
+}  // namespace fa2
