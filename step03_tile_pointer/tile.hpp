@@ -322,6 +322,13 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE float exp2_scalar(float x) {
   return std::exp2(x);
 #endif
 }
+FA2_HOST_DEVICE FA2_FORCE_INLINE float log2_scalar(float x) {
+#if FA2_DEVICE_PASS
+  return log2f(x);
+#else
+  return std::log2(x);
+#endif
+}
 FA2_HOST_DEVICE FA2_FORCE_INLINE float log_scalar(float x) {
 #if FA2_DEVICE_PASS
   return logf(x);
@@ -337,6 +344,10 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto exp(const A& a) {
 template <class A, std::enable_if_t<is_tile_value_v<A>, int> = 0>
 FA2_HOST_DEVICE FA2_FORCE_INLINE auto exp2(const A& a) {
   return map(a, [](float x) { return exp2_scalar(x); });
+}
+template <class A, std::enable_if_t<is_tile_value_v<A>, int> = 0>
+FA2_HOST_DEVICE FA2_FORCE_INLINE auto log2(const A& a) {
+  return map(a, [](float x) { return log2_scalar(x); });
 }
 template <class A, std::enable_if_t<is_tile_value_v<A>, int> = 0>
 FA2_HOST_DEVICE FA2_FORCE_INLINE auto log(const A& a) {

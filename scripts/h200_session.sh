@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Developer tool: what we run on the lent H200 (device tool), in as few calls as possible.
+#   scripts/h200_session.sh build-test [OUT]   configure (sm90 + Torch), build all, every test with
+#                                              FA2_REQUIRE_GPU=1, compute-sanitizer memcheck/racecheck
+#   scripts/h200_session.sh bench [OUT]        step07_bench full sweep, ncu on the key kernels, SASS check
+# Logs and results land in OUT (default ./h200_out). Needs a GPU; not part of CI.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+phase="${1:?usage: h200_session.sh build-test|bench [OUT]}"
+out="${2:-./h200_out}"
+mkdir -p "$out"
+build=build/sm90
+torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+
+log() { echo "[$(date +%H:%M:%S)] $*"; }
+
+if [ "$phase" = "build-test" ]; then
+  {
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv
+    nvcc --version | tail -n 2
+    cmake --version | head -n 1
+    python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
+  } > "$out/env.txt" 2>&1
+  cat "$out/env.txt"
+  log "configure"
+  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
+  grep -iE "torch|cuda" "$out/configure.log" | head -n 5
+  log "build"
+  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
+  log "ctest (FA2_REQUIRE_GPU=1)"
+  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 --timeout 900 > "$out/ctest.log" 2>&1
+  ctest_rc=$?
+  grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" "$out/ctest.log" | tail -n 30
+  log "compute-sanitizer"
+  san() {  # name tool binary [doctest filters...]
+    local name=$1 tool=$2 bin=$3; shift 3
+    FA2_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
+    echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
+  }
+  san step04_memcheck memcheck step04_weighted_sum/step04_gpu_tests
+  san step05_memcheck memcheck step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
+  san step06_memcheck memcheck step06_tests_bugs/step06_gpu_tests "-tc=*padded keys vote*,*harness*"
+  san step07_memcheck memcheck step07_benchmark/step07_gpu_tests
+  san step04_racecheck racecheck step04_weighted_sum/step04_gpu_tests
+  san step05_racecheck racecheck step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*"
+  san step07_racecheck racecheck step07_benchmark/step07_variant_gpu_tests "-tc=*refuses*,GPU: ladder variants handle*"
+  exit $ctest_rc
+fi
+
+if [ "$phase" = "bench" ]; then
+  [ -x "$build/step07_benchmark/step07_bench" ] || { echo "build first (phase build-test)"; exit 1; }
+  log "benchmark"
+  bash step07_benchmark/run_h200.sh "$out" > "$out/bench_console.log" 2>&1
+  bench_rc=$?
+  tail -n 80 "$out/bench_console.log"
+  exit $bench_rc
+fi
+echo "unknown phase $phase"; exit 2
