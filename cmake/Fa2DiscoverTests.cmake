@@ -27,7 +27,7 @@ foreach(suite IN LISTS suites)
   _fa2_doctest_list(cases --list-test-cases --no-version "--test-suite=${suite}")
   foreach(case IN LISTS cases)
     list(APPEND seen "${case}")
-    if(case MATCHES "[,*?\\[\\]]")
+    if(case MATCHES "[],*?[]")
       message(FATAL_ERROR "Test case name '${case}' has a character that doctest filters treat specially")
     endif()
     # A suite named "gpu+bug2" gives both labels, "gpu" and "bug2".

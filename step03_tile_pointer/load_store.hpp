@@ -57,8 +57,11 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, T
   constexpr int last = rank - 1;
   constexpr int VEC = 16 / static_cast<int>(sizeof(U));
   // The vector path: the tensor's fastest axis is the tile's last (row-major storage), it
-  // has stride 1, and a vector of VEC elements divides the tile's rows.
-  constexpr bool vector_layout = Program::on_device && Ord::axis(0) == last && BS::dim(last) % VEC == 0;
+  // has stride 1, and a vector of VEC elements divides the tile's rows. The row padding must
+  // keep every row of the tile 16-byte aligned too (PAD a multiple of VEC): with PAD = 1 the
+  // 16-byte store into row 1 would be misaligned, which the GPU reports as a fault.
+  constexpr bool vector_layout =
+      Program::on_device && Ord::axis(0) == last && BS::dim(last) % VEC == 0 && PAD % VEC == 0;
   if constexpr (vector_layout) {
     if (ptr.strides()[last] == 1) {
       constexpr int chunks = BS::numel / VEC;

@@ -170,14 +170,19 @@ class TilePtr {
 
   // Its distance from base, in elements: sum over axes of position * stride (64-bit).
   FA2_HOST_DEVICE index_t element_offset(const Coord<rank>& idx) const {
+    // BEGIN SOLUTION step03: return the distance from base in elements (position times stride, summed) uses(idx)
     index_t off = 0;
     for (int a = 0; a < rank; ++a) off += (offsets_[a] + idx[a]) * strides_[a];
     return off;
+    // END SOLUTION step03
   }
 
   // Whether element `idx` lies inside the tensor along the axes that `check` lists.
   template <auto... Axes>
   FA2_HOST_DEVICE bool in_bounds(const Coord<rank>& idx, BoundaryCheck<Axes...>) const {
+    static_assert(BoundaryCheck<Axes...>::template valid_for<rank>(),
+                  "boundary_check axes must be distinct and smaller than the tile's rank");
+    // BEGIN SOLUTION step03: return whether the element lies inside the tensor on every checked axis uses(idx)
     bool inside = true;
     for (int a = 0; a < rank; ++a) {
       if (BoundaryCheck<Axes...>::checks(a)) {
@@ -186,6 +191,7 @@ class TilePtr {
       }
     }
     return inside;
+    // END SOLUTION step03
   }
 
  private:

@@ -8,7 +8,7 @@ using fa2::Tensor;
 using fa2::Tolerance;
 
 TEST_SUITE("compare") {
-  TEST_CASE("elements inside atol + rtol * |expected| pass and just outside fail") {
+  TEST_CASE("elements inside atol + rtol times |expected| pass and just outside fail") {
     Tensor<double, 1> expected({2}), actual({2});
     expected(0) = 10.0;
     expected(1) = -1.0;
@@ -24,7 +24,7 @@ TEST_SUITE("compare") {
     CHECK(r.summary().find("10.21") != std::string::npos);
   }
 
-  TEST_CASE("NaN never passes, not even against NaN") {
+  TEST_CASE("NaN never passes and not even against NaN") {
     Tensor<float, 1> a({3}, 1.0f);
     Tensor<double, 1> b({3}, 1.0);
     a(1) = std::numeric_limits<float>::quiet_NaN();
@@ -54,7 +54,7 @@ TEST_SUITE("compare") {
     CHECK(r.max_abs_error == 2.0);
   }
 
-  TEST_CASE("shapes that differ are reported, not compared") {
+  TEST_CASE("shapes that differ are reported and not compared") {
     Tensor<double, 2> a({2, 3}), b({3, 2});
     const auto r = fa2::compare_close(a.cview(), b.cview(), Tolerance{1, 1});
     CHECK_FALSE(r.ok);

@@ -45,7 +45,7 @@ TEST_SUITE("reference") {
     }
   }
 
-  TEST_CASE("L is the logsumexp of the scaled scores, summed term by term") {
+  TEST_CASE("L is the logsumexp of the scaled scores summed term by term") {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     const auto Q = fa2::random_normal<float, 3>({1, 4, 16}, rng);

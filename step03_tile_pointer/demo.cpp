@@ -1,0 +1,249 @@
+// Step 3 demo: one tile pointer drawn in the terminal. The tensor grid with the tile over it,
+// then the tile's addresses, its mask and the values load() returns, for any size and position.
+//   build/default/step03_tile_pointer/step03_demo            (the article's worked example)
+//   build/default/step03_tile_pointer/step03_demo --rows 7 --cols 12 --tile-rows 4 --tile-cols 8 --program 1 --step 1
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "step03_tile_pointer/load_store.hpp"
+#include "step03_tile_pointer/program.hpp"
+#include "step03_tile_pointer/tile_pointer.hpp"
+
+namespace {
+
+using fa2::index_t;
+
+constexpr int max_extent = 32;  // wider grids no longer fit a terminal
+constexpr int max_tile = 16;    // the block sizes this demo is compiled for: 1, 2, 4, 8, 16
+
+struct Options {
+  int rows = 5, cols = 10;          // x is (rows, cols)
+  int tile_rows = 2, tile_cols = 4;  // Block<tile_rows, tile_cols>
+  int program = 2, step = 2;         // which band of rows, which loop step across the columns
+  bool col_major = false;
+  fa2::Padding padding = fa2::Padding::zero;
+};
+
+const char* usage =
+    "usage: step03_demo [options]      (the defaults are the article's worked example)\n"
+    "  --rows N        rows of x, 1..32 (default 5)\n"
+    "  --cols D        columns of x, 1..32 (default 10)\n"
+    "  --tile-rows R   block rows: 1, 2, 4, 8 or 16 (default 2)\n"
+    "  --tile-cols C   block columns: 1, 2, 4, 8 or 16 (default 4)\n"
+    "  --program P     the program (band of R rows), 0..cdiv(N, R)-1 (default 2)\n"
+    "  --step S        the loop step (tile of C columns), 0..cdiv(D, C)-1 (default 2)\n"
+    "  --layout L      row-major (strides (D, 1)) or col-major (strides (1, N)) (default row-major)\n"
+    "  --padding P     zero, nan or none: what load() puts in masked cells (default zero)\n"
+    "  --help          this text\n";
+
+int parse_int(const std::string& flag, const char* text, int lo, int hi) {
+  char* end = nullptr;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || v < lo || v > hi) {
+    throw std::invalid_argument(flag + ": got '" + text + "', expected an integer from " + std::to_string(lo) +
+                                " to " + std::to_string(hi));
+  }
+  return static_cast<int>(v);
+}
+
+int parse_block(const std::string& flag, const char* text) {
+  const int v = parse_int(flag, text, 1, max_tile);
+  if (!fa2::is_power_of_two(v)) {
+    // The same rule Block<> enforces with a static_assert, checked here on a run-time value.
+    throw std::invalid_argument(flag + ": got " + std::to_string(v) +
+                                ", a block size must be a power of two (1, 2, 4, 8 or 16 here)");
+  }
+  return v;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(usage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) throw std::invalid_argument(flag + ": missing value (see --help)");
+    const char* value = argv[++i];
+    if (flag == "--rows") {
+      o.rows = parse_int(flag, value, 1, max_extent);
+    } else if (flag == "--cols") {
+      o.cols = parse_int(flag, value, 1, max_extent);
+    } else if (flag == "--tile-rows") {
+      o.tile_rows = parse_block(flag, value);
+    } else if (flag == "--tile-cols") {
+      o.tile_cols = parse_block(flag, value);
+    } else if (flag == "--program") {
+      o.program = parse_int(flag, value, 0, max_extent);
+    } else if (flag == "--step") {
+      o.step = parse_int(flag, value, 0, max_extent);
+    } else if (flag == "--layout") {
+      const std::string v = value;
+      if (v != "row-major" && v != "col-major")
+        throw std::invalid_argument("--layout: got '" + v + "', expected row-major or col-major");
+      o.col_major = (v == "col-major");
+    } else if (flag == "--padding") {
+      const std::string v = value;
+      if (v == "zero") {
+        o.padding = fa2::Padding::zero;
+      } else if (v == "nan") {
+        o.padding = fa2::Padding::nan;
+      } else if (v == "none") {
+        o.padding = fa2::Padding::none;
+      } else {
+        throw std::invalid_argument("--padding: got '" + v + "', expected zero, nan or none");
+      }
+    } else {
+      throw std::invalid_argument("unknown option '" + flag + "' (see --help)");
+    }
+  }
+  // The program and the step must exist for this size and tile, as in the kernel's grid and loop.
+  const int programs = fa2::cdiv(o.rows, o.tile_rows), steps = fa2::cdiv(o.cols, o.tile_cols);
+  if (o.program >= programs) {
+    throw std::invalid_argument("--program: got " + std::to_string(o.program) + ", but " + std::to_string(o.rows) +
+                                " rows in bands of " + std::to_string(o.tile_rows) + " make programs 0.." +
+                                std::to_string(programs - 1));
+  }
+  if (o.step >= steps) {
+    throw std::invalid_argument("--step: got " + std::to_string(o.step) + ", but " + std::to_string(o.cols) +
+                                " columns in tiles of " + std::to_string(o.tile_cols) + " make loop steps 0.." +
+                                std::to_string(steps - 1));
+  }
+  return o;
+}
+
+std::string cell(const std::string& text, int width, char open = ' ', char close = ' ') {
+  std::string s(static_cast<std::size_t>(std::max(0, width - static_cast<int>(text.size()))), ' ');
+  return open + s + text + close;
+}
+
+std::string number(double v) {
+  if (v != v) return "nan";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+template <int R, int C>
+void draw(const Options& o) {
+  const index_t N = o.rows, D = o.cols;
+  const index_t stride_row = o.col_major ? 1 : D, stride_col = o.col_major ? N : 1;
+  // Memory slot k holds the value k, so every loaded number says where it came from.
+  std::vector<float> memory(static_cast<std::size_t>(N * D));
+  for (std::size_t k = 0; k < memory.size(); ++k) memory[k] = static_cast<float>(k);
+
+  auto x_ptr = fa2::make_tile_ptr<fa2::Block<R, C>>(memory.data(), {N, D}, {stride_row, stride_col},
+                                                    {static_cast<index_t>(o.program) * R, 0});
+  for (int i = 0; i < o.step; ++i) x_ptr = x_ptr.advance({0, C});
+  const index_t row0 = x_ptr.offsets()[0], col0 = x_ptr.offsets()[1];
+
+  std::printf("x: %d x %d, %s, strides (%lld, %lld); memory slot k holds the value k\n", o.rows, o.cols,
+              o.col_major ? "column-major" : "row-major", static_cast<long long>(stride_row),
+              static_cast<long long>(stride_col));
+  std::printf("x_ptr = make_tile_ptr<Block<%d, %d>>(x, {%d, %d}, {%lld, %lld}, {%d * %d, 0});  // program %d of %d\n", R,
+              C, o.rows, o.cols, static_cast<long long>(stride_row), static_cast<long long>(stride_col), o.program, R,
+              o.program, fa2::cdiv(o.rows, R));
+  std::printf("x_ptr = x_ptr.advance({0, %d}), %d time(s)  ->  offsets (%lld, %lld)  // loop step %d of %d\n\n", C,
+              o.step, static_cast<long long>(row0), static_cast<long long>(col0), o.step, fa2::cdiv(o.cols, C));
+
+  // The grid: x's values, the tile in [ ], the tile's cells outside x as [--].
+  const index_t last_row = std::max<index_t>(N, row0 + R), last_col = std::max<index_t>(D, col0 + C);
+  const int width = std::max(2, static_cast<int>(number(static_cast<double>(N * D - 1)).size()));
+  const auto in_tile = [&](index_t r, index_t c) { return r >= row0 && r < row0 + R && c >= col0 && c < col0 + C; };
+  std::printf("x, with the tile in [ ] (cells past the edge of x: [--])\n%*s", 5, "");
+  std::string header;
+  for (index_t c = 0; c < last_col; ++c) header += cell(std::to_string(c), width);
+  while (!header.empty() && header.back() == ' ') header.pop_back();
+  std::printf("%s\n", header.c_str());
+  for (index_t r = 0; r < last_row; ++r) {
+    std::string line;
+    bool any = false;
+    for (index_t c = 0; c < last_col; ++c) {
+      const bool inside = r < N && c < D;
+      any = any || inside || in_tile(r, c);
+      if (in_tile(r, c)) {
+        line += cell(inside ? number(memory[static_cast<std::size_t>(r * stride_row + c * stride_col)]) : "--", width,
+                     '[', ']');
+      } else {
+        line += cell(inside ? number(memory[static_cast<std::size_t>(r * stride_row + c * stride_col)]) : "", width);
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    if (any) std::printf("%4lld %s\n", static_cast<long long>(r), line.c_str());
+  }
+
+  // The three panels: addresses (A), mask (B), and what load() returned (C).
+  const fa2::HostProgram prog(fa2::Coord<3>{o.program, 0, 0}, nullptr, 0);
+  auto tile = fa2::Frag<float, fa2::RowLayoutFor<fa2::HostProgram, R, C>>::filled(-1.0f);
+  fa2::load(prog, x_ptr, tile, fa2::boundary_check<0, 1>, o.padding);
+  const char* pad_name = o.padding == fa2::Padding::zero ? "zero" : (o.padding == fa2::Padding::nan ? "nan" : "none");
+  const int aw = std::max(width, static_cast<int>(std::to_string(x_ptr.element_offset({R - 1, C - 1})).size()));
+  const int vw = std::max(width, o.padding == fa2::Padding::nan ? 3 : 1);
+  std::vector<std::string> a{"A. addresses (x + k)"}, b{"B. mask"}, v{std::string("C. load, Padding::") + pad_name};
+  int masked = 0, wrapped = 0;
+  for (int r = 0; r < R; ++r) {
+    a.emplace_back(), b.emplace_back(), v.emplace_back();
+    for (int c = 0; c < C; ++c) {
+      const index_t off = x_ptr.element_offset({r, c});
+      const bool inside = x_ptr.in_bounds({r, c}, fa2::boundary_check<0, 1>);
+      a.back() += cell(std::to_string(off), aw);
+      b.back() += inside ? " T" : " F";
+      // Padding::none leaves a masked cell as it was; "?" says so rather than print what it held.
+      v.back() += cell(!inside && o.padding == fa2::Padding::none ? "?" : number(tile.v[r][c]), vw);
+      if (!inside) {
+        ++masked;
+        if (off >= 0 && off < N * D) ++wrapped;
+      }
+    }
+  }
+  const auto widest = [](const std::vector<std::string>& lines) {
+    std::size_t w = 0;
+    for (const auto& l : lines) w = std::max(w, l.size());
+    return static_cast<int>(w);
+  };
+  std::printf("\n");
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    while (!v[i].empty() && v[i].back() == ' ') v[i].pop_back();
+    std::printf("%-*s   %-*s   %s\n", widest(a), a[i].c_str(), widest(b), b[i].c_str(), v[i].c_str());
+  }
+  std::printf("\n%d of %d cells are masked (F): load() never reads them", masked, R * C);
+  if (masked > 0) {
+    std::printf(";\nwithout boundary_check, %d of them would read another element of x and %d memory past its end", wrapped,
+                masked - wrapped);
+  }
+  std::printf(".\n");
+  if (o.padding == fa2::Padding::none) std::printf("? = Padding::none left the destination as it was.\n");
+}
+
+// Tile sizes are template arguments, so a run-time choice picks one of the compiled versions.
+template <int R, int C>
+void dispatch_cols(const Options& o) {
+  if constexpr (C <= max_tile) {
+    if (o.tile_cols == C) return draw<R, C>(o);
+    dispatch_cols<R, C * 2>(o);
+  }
+}
+template <int R>
+void dispatch_rows(const Options& o) {
+  if constexpr (R <= max_tile) {
+    if (o.tile_rows == R) return dispatch_cols<R, 1>(o);
+    dispatch_rows<R * 2>(o);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    dispatch_rows<1>(parse(argc, argv));
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "step03_demo: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,71 @@
+// The benchmark's problem (B, H, N, D, causal) and its napkin math: the FLOP count the article
+// uses, the fewest bytes a forward pass must move, and the floor times those give on a GPU.
+// Host only (no CUDA); unit-tested by step07_tests, printed by step07_demo and step07_bench.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "common/numeric.hpp"
+
+namespace fa2::bench {
+
+// Q, K, V, O are (B, H, N, D) bfloat16, contiguous: the same memory as (B*H, N, D), which is
+// how our kernels see it. L (the logsumexp) is (B, H, N) float32.
+struct Problem {
+  int B = 4;
+  int H = 8;
+  int N = 1024;
+  int D = 64;
+  bool causal = false;
+
+  index_t heads() const { return static_cast<index_t>(B) * H; }        // B*H independent attentions
+  index_t qkv_elements() const { return heads() * N * D; }              // elements of one of Q, K, V, O
+  index_t score_elements() const { return heads() * N * static_cast<index_t>(N); }  // of S or P
+  std::string label() const;  // "B=4 H=8 N=4096 D=64 causal"
+};
+
+bool operator==(const Problem& a, const Problem& b);
+
+// The article's count: two matrix products (Q K^T and P V) of N*N*D multiply-adds per head,
+// two FLOPs per multiply-add, halved for causal because only the lower triangle is needed.
+// A kernel that still computes the masked upper tiles does the full work, so under this count
+// its causal TFLOP/s is flattered (it gets credit for half the work and does all of it).
+double attention_flops(const Problem& p);
+
+// Device bytes of Q, K, V and O (bf16) plus L (float32): everything a fused kernel touches.
+std::size_t io_bytes(const Problem& p);
+
+// The least traffic to device memory: Q, K, V read once, O and L written once.
+double min_traffic_bytes(const Problem& p);
+
+// Bytes of one N x N matrix per head in bf16 (S or P of standard attention).
+std::size_t score_matrix_bytes(const Problem& p);
+
+// TFLOP/s of `flops` done in `ms` milliseconds (flops / ms * 1e-9, the article's formula).
+double tflops_per_s(double flops, double ms);
+
+// Rates to compare against: a datasheet or measured on the device.
+struct Ceilings {
+  double matrix_tflops = 0.0;  // dense bf16 tensor-core rate, TFLOP/s
+  double memory_tbps = 0.0;    // device memory bandwidth, TB/s (1e12 bytes per second)
+  std::string source;
+};
+
+// The H200 SXM datasheet numbers (dense bf16 without sparsity, HBM3e bandwidth). Leads, not
+// measurements: step07_bench measures both on the device and prints them beside these.
+Ceilings h200_datasheet();
+
+struct FloorTime {
+  double compute_ms = 0.0;  // FLOPs at the matrix rate
+  double memory_ms = 0.0;   // minimal bytes at the memory bandwidth
+  double floor_ms() const { return compute_ms > memory_ms ? compute_ms : memory_ms; }
+  bool compute_bound() const { return compute_ms >= memory_ms; }
+};
+
+FloorTime floor_time(const Problem& p, const Ceilings& c);
+
+// "12.3 MiB", "4.00 GiB": for log lines.
+std::string format_bytes(double bytes);
+
+}  // namespace fa2::bench

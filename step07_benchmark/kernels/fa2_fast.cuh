@@ -1,0 +1,312 @@
+// Variant 5: the kernel the article's Triton compiler would have produced, written out in
+// CUDA. Everything lives in registers between the two products (S, P and O never touch
+// shared memory), the tensor cores are driven directly with mma.sync m16n8k16, operands
+// reach them through ldmatrix, K and V tiles stream in with cp.async while the previous
+// tile is being computed, and shared memory is XOR-swizzled so that ldmatrix reads are free
+// of bank conflicts. It also keeps variants 2 to 4: causal tile skipping, exp2 with the scale
+// folded into one multiply-add, and masks only on the tiles that need them.
+//
+// Layout of the work: a thread block owns BLOCK_M = 16 * WARP_M * NUM_WARPS query rows of one
+// (batch, head); warp w owns 16 * WARP_M of them and loops over all key tiles of BLOCK_N keys.
+// bf16 only (the benchmark's dtype), head dims 32, 64, 128. Launcher: fa2_fast.cu.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/mma_primitives.cuh"
+
+namespace fa2::fast {
+
+template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, bool SWIZZLE_ = true, int STAGES_ = 2>
+struct FastConfig {
+  static constexpr int D = D_;
+  static constexpr int WARP_M = WARP_M_;        // 16-row mma tiles per warp: B fragments are reused WARP_M times
+  static constexpr int NUM_WARPS = NUM_WARPS_;
+  static constexpr int NUM_THREADS = 32 * NUM_WARPS;
+  static constexpr int BLOCK_M = 16 * WARP_M * NUM_WARPS;
+  static constexpr int BLOCK_N = BLOCK_N_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr bool SWIZZLE = SWIZZLE_;     // false only to measure what the swizzle buys
+  static constexpr int STAGES = STAGES_;        // 2: tile j+1 loads while tile j computes; 1: load, then compute
+  static constexpr int CHUNKS = D / 8;          // 16-byte chunks per row of Q, K, V
+  // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
+  // latency) while the accumulators fit, i.e. for head dims up to 64.
+  static constexpr int MIN_BLOCKS_PER_SM = (NUM_THREADS == 256 && D <= 64) ? 2 : 1;
+  static constexpr std::size_t smem_bytes =
+      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
+  static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
+  static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16, "key tiles are multiples of 16");
+  static_assert(STAGES == 1 || STAGES == 2, "single or double buffering");
+};
+
+struct FastParams {
+  const __nv_bfloat16* Q;
+  const __nv_bfloat16* K;
+  const __nv_bfloat16* V;
+  __nv_bfloat16* O;
+  float* L;
+  index_t q_sb, q_sn, k_sb, k_sn, v_sb, v_sn, o_sb, o_sn, l_sb, l_sn;
+  int N_q, N_k;
+  float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
+};
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a tile. Without the swizzle, the
+// eight rows an ldmatrix reads at one column would all sit in the same four banks (rows are
+// 64, 128 or 256 bytes long); XOR-ing the chunk index with the row spreads them over all 32.
+template <class Cfg>
+__device__ __forceinline__ int tile_offset(int row, int chunk) {
+  int c = chunk;
+  if constexpr (Cfg::SWIZZLE) {
+    if constexpr (Cfg::CHUNKS >= 8) {
+      c = chunk ^ (row & 7);
+    } else {
+      c = chunk ^ ((row >> 1) & 3);  // 4 chunks per row: two rows share a 128-byte line
+    }
+  }
+  return row * Cfg::D + c * 8;
+}
+
+// ROWS rows of a (N, D) tensor starting at row0, global -> shared, in the background. Rows
+// past n_rows are zero-filled: a zero key scores 0 (masked later) and a zero value adds 0.
+template <class Cfg, int ROWS>
+__device__ __forceinline__ void load_tile_async(__nv_bfloat16* tile, const __nv_bfloat16* base, index_t row_stride,
+                                                int row0, int n_rows) {
+  constexpr int total = ROWS * Cfg::CHUNKS;
+#pragma unroll
+  for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
+    const int r = i / Cfg::CHUNKS, c = i % Cfg::CHUNKS;
+    const bool valid = row0 + r < n_rows;
+    const __nv_bfloat16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * 8 : base;
+    cp_async_16(smem_address(tile + tile_offset<Cfg>(r, c)), src, valid);
+  }
+}
+
+// Address lane `lane` gives ldmatrix for a 16 x 16 block at (row0, chunk0) when the four 8x8
+// matrices are taken in the order (rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7,
+// chunk 1), (rows 8-15, chunk 1): the A-operand order, and the transposed B order for V.
+template <class Cfg>
+__device__ __forceinline__ std::uint32_t addr_rows_then_chunks(const __nv_bfloat16* tile, int row0, int chunk0,
+                                                               int lane) {
+  return smem_address(tile + tile_offset<Cfg>(row0 + (lane & 7) + 8 * ((lane >> 3) & 1), chunk0 + (lane >> 4)));
+}
+// The order (rows 0-7, chunk 0), (rows 0-7, chunk 1), (rows 8-15, chunk 0), (rows 8-15,
+// chunk 1): B fragments of two neighbouring 8-key tiles of K.
+template <class Cfg>
+__device__ __forceinline__ std::uint32_t addr_chunks_then_rows(const __nv_bfloat16* tile, int row0, int chunk0,
+                                                               int lane) {
+  return smem_address(tile + tile_offset<Cfg>(row0 + (lane & 7) + 8 * (lane >> 4), chunk0 + ((lane >> 3) & 1)));
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_fwd_kernel(const FastParams p) {
+  constexpr int D = Cfg::D, BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, WM = Cfg::WARP_M;
+  constexpr int N_TILES_S = BN / 8;  // 8-key column tiles of S
+  constexpr int N_TILES_O = D / 8;   // 8-wide column tiles of O
+  constexpr float kNegInf = -INFINITY;
+
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // (BM, D)
+  __nv_bfloat16* sK = sQ + BM * D;                        // STAGES x (BN, D)
+  __nv_bfloat16* sV = sK + Cfg::STAGES * BN * D;          // STAGES x (BN, D)
+
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  // Causal blocks near the bottom have the most key tiles: start those first.
+  const int q_tile = Cfg::CAUSAL ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
+  const index_t bh = blockIdx.y;
+  const int q0 = q_tile * BM;                 // first query of the block
+  const int q0_warp = q0 + warp * 16 * WM;    // first query of this warp
+  const int g = lane / 4, c = 2 * (lane % 4);  // mma fragment coordinates
+
+  const __nv_bfloat16* Qb = p.Q + bh * p.q_sb;
+  const __nv_bfloat16* Kb = p.K + bh * p.k_sb;
+  const __nv_bfloat16* Vb = p.V + bh * p.v_sb;
+
+  // Causal: keys after the block's last real query are invisible to all of it.
+  int n_tiles = (p.N_k + BN - 1) / BN;
+  if constexpr (Cfg::CAUSAL) {
+    const int last_query = min(q0 + BM, p.N_q) - 1;
+    n_tiles = min(n_tiles, last_query / BN + 1);
+  }
+
+  // Prologue: Q and the first K, V tiles in flight together; Q's fragments stay in registers.
+  load_tile_async<Cfg, BM>(sQ, Qb, p.q_sn, q0, p.N_q);
+  load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, 0, p.N_k);
+  load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, 0, p.N_k);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+
+  std::uint32_t qf[WM][D / 16][4];
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, warp * 16 * WM + mt * 16, 2 * kk, lane));
+
+  float o[WM][N_TILES_O][4];  // O accumulator, unnormalised, fp32
+  float m[WM][2], l[WM][2];   // running max (log2 units) and this thread's share of the running sum
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int t = 0; t < N_TILES_O; ++t) o[mt][t][0] = o[mt][t][1] = o[mt][t][2] = o[mt][t][3] = 0.0f;
+    m[mt][0] = m[mt][1] = kNegInf;
+    l[mt][0] = l[mt][1] = 0.0f;
+  }
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int stage = Cfg::STAGES == 2 ? (j & 1) : 0;
+    if constexpr (Cfg::STAGES == 2) {
+      // The other stage held tile j - 1, which every warp finished before the barrier that
+      // ended the previous iteration: refill it with tile j + 1 while tile j computes.
+      if (j + 1 < n_tiles) {
+        load_tile_async<Cfg, BN>(sK + (stage ^ 1) * BN * D, Kb, p.k_sn, (j + 1) * BN, p.N_k);
+        load_tile_async<Cfg, BN>(sV + (stage ^ 1) * BN * D, Vb, p.v_sn, (j + 1) * BN, p.N_k);
+      }
+      cp_async_commit();
+    }
+    const __nv_bfloat16* sKj = sK + stage * BN * D;
+    const __nv_bfloat16* sVj = sV + stage * BN * D;
+    const int k0 = j * BN;
+
+    // A warp whose queries all come before this tile's first key has nothing to do here.
+    const bool warp_sees_tile = !Cfg::CAUSAL || k0 <= q0_warp + 16 * WM - 1;
+    if (warp_sees_tile) {
+      // ---- S = Q K^T (fp32, in registers) ----
+      float s[WM][N_TILES_S][4];
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+        for (int t = 0; t < N_TILES_S; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int nn = 0; nn < BN / 16; ++nn) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, lane));
+#pragma unroll
+          for (int mt = 0; mt < WM; ++mt) {
+            mma_bf16_16816(s[mt][2 * nn], qf[mt][kk], b[0], b[1]);
+            mma_bf16_16816(s[mt][2 * nn + 1], qf[mt][kk], b[2], b[3]);
+          }
+        }
+      }
+
+      // ---- masks, only where a tile needs one ----
+      const bool ragged = k0 + BN > p.N_k;                                 // the last tile, padded
+      const bool straddles = Cfg::CAUSAL && k0 + BN - 1 > q0_warp;         // crosses this warp's diagonal
+      if (ragged || straddles) {
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+          for (int t = 0; t < N_TILES_S; ++t)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int key = k0 + t * 8 + c + (e & 1);
+              const int query = q0_warp + mt * 16 + g + 8 * (e >> 1);
+              if (key >= p.N_k || (Cfg::CAUSAL && key > query)) s[mt][t][e] = kNegInf;
+            }
+      }
+
+      // ---- online softmax in log2 units: p = 2^(s * scale * log2 e - m) ----
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        float row_max[2] = {kNegInf, kNegInf};
+#pragma unroll
+        for (int t = 0; t < N_TILES_S; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) row_max[e >> 1] = fmaxf(row_max[e >> 1], s[mt][t][e]);
+        float neg_m[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // The four lanes of a quad hold one row between them.
+          row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+          row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
+          const float m_new = fmaxf(m[mt][h], row_max[h] * p.scale_log2);
+          // A row that has seen only masked keys keeps m = -inf; use 0 so -inf - m is not NaN.
+          const float m_use = m_new == kNegInf ? 0.0f : m_new;
+          const float alpha = exp2_approx(m[mt][h] - m_use);  // 0 on the first tile
+          m[mt][h] = m_new;
+          l[mt][h] *= alpha;
+#pragma unroll
+          for (int t = 0; t < N_TILES_O; ++t) {
+            o[mt][t][2 * h] *= alpha;
+            o[mt][t][2 * h + 1] *= alpha;
+          }
+          neg_m[h] = -m_use;
+        }
+#pragma unroll
+        for (int t = 0; t < N_TILES_S; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float pr = exp2_approx(fmaf(s[mt][t][e], p.scale_log2, neg_m[e >> 1]));  // one FFMA, one EX2
+            s[mt][t][e] = pr;
+            l[mt][e >> 1] += pr;
+          }
+      }
+
+      // ---- O += P V: the S accumulators are already in the A-operand layout ----
+#pragma unroll
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        std::uint32_t pa[WM][4];
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt) {
+          pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+          pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+          pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+          pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        }
+#pragma unroll
+        for (int dd = 0; dd < D / 16; ++dd) {
+          std::uint32_t b[4];
+          ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sVj, kk * 16, 2 * dd, lane));
+#pragma unroll
+          for (int mt = 0; mt < WM; ++mt) {
+            mma_bf16_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
+            mma_bf16_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+
+    if (j + 1 < n_tiles) {
+      if constexpr (Cfg::STAGES == 1) {
+        __syncthreads();  // everyone is done with the only stage
+        load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, (j + 1) * BN, p.N_k);
+        load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, (j + 1) * BN, p.N_k);
+        cp_async_commit();
+      }
+      cp_async_wait<0>();
+      __syncthreads();  // tile j + 1 is visible to all, and tile j is no longer read
+    }
+  }
+
+  // ---- epilogue: O / l once, L = ln 2 * (m + log2 l) ----
+  constexpr float kLn2 = 0.6931471805599453f;
+  __nv_bfloat16* Ob = p.O + bh * p.o_sb;
+  float* Lb = p.L + bh * p.l_sb;
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int query = q0_warp + mt * 16 + g + 8 * h;
+      if (query < p.N_q) {
+        const float inv = 1.0f / sum;
+        __nv_bfloat16* row = Ob + static_cast<index_t>(query) * p.o_sn;
+#pragma unroll
+        for (int t = 0; t < N_TILES_O; ++t) {
+          *reinterpret_cast<std::uint32_t*>(row + t * 8 + c) = pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+        }
+        if ((lane & 3) == 0) Lb[static_cast<index_t>(query) * p.l_sn] = (m[mt][h] + log2f(sum)) * kLn2;
+      }
+    }
+}
+
+}  // namespace fa2::fast

@@ -1,0 +1,74 @@
+// The handful of PTX instructions the fast kernel is built from, each wrapped once:
+//   cp.async (16-byte global -> shared copies that run in the background, zero-filling rows
+//   past the end), ldmatrix (a warp loads four 8x8 bf16 matrices from shared memory straight
+//   into the mma operand layout, optionally transposed), mma.sync m16n8k16 (bf16 in, fp32
+//   accumulate) and ex2.approx (2^x on the special-function unit).
+// PTX ISA: https://docs.nvidia.com/cuda/parallel-thread-execution/ (warp-level matrix
+// instructions; fragment layouts for m16n8k16).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace fa2::fast {
+
+__device__ __forceinline__ std::uint32_t smem_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// Copies 16 bytes global -> shared without passing through registers. With valid == false
+// nothing is read and the 16 shared bytes are zero-filled (src-size 0).
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most N of this thread's committed groups are still in flight.
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Lane l supplies the address of row (l % 8) of matrix (l / 8); each lane receives, for
+// matrix i, the two elements at (row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1) in r[i].
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+// The same with each 8x8 matrix transposed: lane l receives (rows 2 (l % 4), 2 (l % 4) + 1;
+// column l / 4).
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// d += a * b for one 16x8x16 block. Fragment layouts (g = lane / 4, c = 2 (lane % 4)):
+//   a[0] (g, c..c+1)  a[1] (g+8, c..c+1)  a[2] (g, c+8..c+9)  a[3] (g+8, c+8..c+9)   rows x k
+//   b0 (k c..c+1, n g)  b1 (k c+8..c+9, n g)
+//   d[0], d[1] (g, c..c+1)   d[2], d[3] (g+8, c..c+1)                                rows x n
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                               std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Two floats -> two bf16 (round to nearest even) in one register, `lo` in the low half.
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// 2^x on the special-function unit (flushes denormals; 2^-inf = 0).
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+}  // namespace fa2::fast

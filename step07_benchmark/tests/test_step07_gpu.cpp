@@ -1,0 +1,271 @@
+// step07's GPU tests: every always-available implementation (our kernels, cuBLAS standard
+// attention) against common's float64 reference on small ragged problems, the device helpers
+// (random inputs, whole-tensor comparison, masked softmax), and the timing harness. They skip
+// without a GPU (FA2_REQUIRE_GPU=1 turns that into a failure).
+//   ctest --test-dir build/<preset> -L step07
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "common/cuda/gpu.hpp"
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/testing.hpp"
+#include "step07_benchmark/bench_device.hpp"
+#include "step07_benchmark/bench_options.hpp"
+#include "step07_benchmark/bench_runner.hpp"
+#include "step07_benchmark/impl_cublas.hpp"
+#include "step07_benchmark/impl_ours.hpp"
+#include "step07_benchmark/timing.hpp"
+
+using namespace fa2;
+using namespace fa2::bench;
+
+namespace {
+
+// bf16 outputs: a few bf16 ulps around 1 (2^-8 = 0.0039), as the harness uses.
+const Tolerance kTol{2e-2, 2e-2};
+
+struct DeviceProblem {
+  Problem p;
+  Tensor<bf16, 3> Q, K, V;
+  cuda::DeviceBuffer<bf16> q, k, v, o;
+  cuda::DeviceBuffer<float> l;
+
+  DeviceProblem(const Problem& problem, Rng& rng)
+      : p(problem),
+        Q(random_normal<bf16, 3>({problem.heads(), problem.N, problem.D}, rng)),
+        K(random_normal<bf16, 3>({problem.heads(), problem.N, problem.D}, rng)),
+        V(random_normal<bf16, 3>({problem.heads(), problem.N, problem.D}, rng)),
+        q(Q.storage().size()),
+        k(K.storage().size()),
+        v(V.storage().size()),
+        o(Q.storage().size()),
+        l(static_cast<std::size_t>(problem.heads() * problem.N)) {
+    q.upload(Q.storage());
+    k.upload(K.storage());
+    v.upload(V.storage());
+  }
+  AttentionBuffers buffers() { return {q.data(), k.data(), v.data(), o.data(), l.data()}; }
+};
+
+std::vector<Implementation> always_available() {
+  std::vector<Implementation> out;
+  for (auto& impl : assemble_registry({})) {
+    if (impl.family == "ours" || impl.family == "cublas") out.push_back(std::move(impl));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+  TEST_CASE("our kernels and cuBLAS standard attention match float64 on ragged problems causal or not") {
+    FA2_SKIP_WITHOUT_GPU();
+    Rng rng(fresh_seed());
+    INFO("seed ", rng.seed(), " (replay with FA2_SEED)");
+    const std::vector<Implementation> impls = always_available();
+    REQUIRE(impls.size() >= 2);
+    const std::vector<Problem> problems = {{1, 2, 1, 64, false},  {2, 3, 17, 64, false}, {1, 2, 100, 128, false},
+                                           {2, 1, 257, 64, false}, {1, 1, 72, 64, false}};
+    for (Problem p : problems) {
+      for (bool causal : {false, true}) {
+        p.causal = causal;
+        DeviceProblem dp(p, rng);
+        const AttentionReference ref = reference_attention<bf16>(dp.Q.cview(), dp.K.cview(), dp.V.cview(), causal);
+        for (const auto& impl : impls) {
+          INFO(impl.key, " on ", p.label());
+          const std::string why = impl.unsupported(p);
+          if (!why.empty()) continue;
+          PreparedRun run = impl.prepare(p, dp.buffers(), nullptr);
+          dp.o.fill_bytes(0xFF);  // NaN: an element the implementation does not write cannot pass
+          dp.l.fill_bytes(0xFF);
+          (run.run_into_o ? run.run_into_o : run.run)();
+          FA2_CUDA_CHECK(cudaDeviceSynchronize());
+          Tensor<bf16, 3> O(dp.Q.shape());
+          dp.o.download(O.storage().data(), O.storage().size());
+          FA2_CHECK_CLOSE(O.cview(), ref.O.cview(), kTol, impl.key + " O");
+          // Ours and cuBLAS's softmax both write the logsumexp.
+          Tensor<float, 2> L({p.heads(), p.N});
+          dp.l.download(L.storage().data(), L.storage().size());
+          FA2_CHECK_CLOSE(L.cview(), ref.L.cview(), kTol, impl.key + " L");
+        }
+      }
+    }
+  }
+
+  TEST_CASE("the step05 kernel and cuBLAS attention support every problem of the sweep") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto& impl : always_available()) {
+      if (impl.key != kReferenceKey && impl.key != "cublas") continue;
+      for (const auto& p : sweep_problems("full")) CHECK_MESSAGE(impl.unsupported(p).empty(), impl.key, " ", p.label());
+    }
+  }
+
+  TEST_CASE("the masked softmax zeroes masked keys exactly and sums rows to one and writes the logsumexp") {
+    FA2_SKIP_WITHOUT_GPU();
+    Rng rng(fresh_seed());
+    INFO("seed ", rng.seed());
+    for (int n_k : {13, 24, 600}) {  // 13: scalar path, 24 and 600: 16-byte vectors, 600: several chunks per thread
+      const int n_q = n_k;
+      const index_t rows = 2 * n_q;
+      const auto S = random_normal<bf16, 2>({rows, n_k}, rng, 0.0, 3.0);
+      cuda::DeviceBuffer<bf16> dS(S.storage().size()), dP(S.storage().size());
+      cuda::DeviceBuffer<float> dL(static_cast<std::size_t>(rows));
+      dS.upload(S.storage());
+      for (bool causal : {false, true}) {
+        INFO("n_k ", n_k, " causal ", causal);
+        dP.fill_bytes(0xFF);
+        masked_softmax_rows(dS.data(), dP.data(), dL.data(), rows, n_q, n_k, causal, nullptr);
+        FA2_CUDA_CHECK(cudaDeviceSynchronize());
+        const std::vector<bf16> P = dP.download();
+        const std::vector<float> L = dL.download();
+        int bad = 0;
+        for (index_t r = 0; r < rows; ++r) {
+          const int q = static_cast<int>(r % n_q);
+          double m = -std::numeric_limits<double>::infinity();
+          for (int k = 0; k < n_k; ++k) {
+            if (!causal || k <= q) m = std::max(m, static_cast<double>(static_cast<float>(S(r, k))));
+          }
+          double sum_exp = 0.0, sum_p = 0.0;
+          for (int k = 0; k < n_k; ++k) {
+            const double pk = static_cast<float>(P[static_cast<std::size_t>(r * n_k + k)]);
+            sum_p += pk;
+            if (causal && k > q) {
+              if (pk != 0.0) ++bad;  // masked keys: exactly zero
+              continue;
+            }
+            sum_exp += std::exp(static_cast<double>(static_cast<float>(S(r, k))) - m);
+          }
+          for (int k = 0; k < n_k; ++k) {
+            if (causal && k > q) continue;
+            const double want = std::exp(static_cast<double>(static_cast<float>(S(r, k))) - m) / sum_exp;
+            const double got = static_cast<float>(P[static_cast<std::size_t>(r * n_k + k)]);
+            if (!(std::fabs(got - want) <= 1e-2 * want + 1e-6)) ++bad;  // bf16 keeps 8 bits: 2^-9 relative
+          }
+          if (!(std::fabs(sum_p - 1.0) <= 1e-2)) ++bad;
+          const double lse = m + std::log(sum_exp);
+          if (!(std::fabs(static_cast<double>(L[static_cast<std::size_t>(r)]) - lse) <= 1e-4 * (1.0 + std::fabs(lse)))) ++bad;
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+
+  TEST_CASE("device random inputs are standard normal and reproducible per seed and different across seeds") {
+    FA2_SKIP_WITHOUT_GPU();
+    const std::size_t n = (std::size_t{1} << 20) + 1;  // odd: the last pair is half used
+    cuda::DeviceBuffer<bf16> a(n), b(n), c(n);
+    fill_normal_bf16(a.data(), n, 7, nullptr);
+    fill_normal_bf16(b.data(), n, 7, nullptr);
+    fill_normal_bf16(c.data(), n, 8, nullptr);
+    FA2_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto ha = a.download(), hb = b.download(), hc = c.download();
+    double sum = 0.0, sq = 0.0;
+    std::size_t same_ab = 0, same_ac = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = static_cast<float>(ha[i]);
+      REQUIRE(std::isfinite(x));
+      sum += x;
+      sq += x * x;
+      same_ab += ha[i].bits == hb[i].bits;
+      same_ac += ha[i].bits == hc[i].bits;
+    }
+    const double mean = sum / static_cast<double>(n);
+    const double var = sq / static_cast<double>(n) - mean * mean;
+    CHECK(std::fabs(mean) < 0.01);
+    CHECK(std::fabs(var - 1.0) < 0.02);
+    CHECK(same_ab == n);
+    CHECK(same_ac < n / 10);
+  }
+
+  TEST_CASE("the device comparison counts NaNs and finds a planted error at its index") {
+    FA2_SKIP_WITHOUT_GPU();
+    const std::size_t n = 100000;
+    std::vector<bf16> x(n, bf16(1.0f));
+    cuda::DeviceBuffer<bf16> a(n), e(n);
+    a.upload(x);
+    e.upload(x);
+    DeviceCompare c = compare_bf16(a.data(), e.data(), n, 2e-2, 2e-2, nullptr);
+    CHECK(c.ok());
+    CHECK(c.max_abs_error == 0.0);
+    x[12345] = bf16(1.5f);
+    x[99] = bf16(1.03f);  // inside 0.02 + 0.02 * 1: passes
+    a.upload(x);
+    c = compare_bf16(a.data(), e.data(), n, 2e-2, 2e-2, nullptr);
+    CHECK(c.mismatched == 1);
+    CHECK(c.worst_index == 12345);
+    CHECK(c.max_abs_error == doctest::Approx(0.5));
+    a.fill_bytes(0xFF);
+    c = compare_bf16(a.data(), e.data(), n, 2e-2, 2e-2, nullptr);
+    CHECK(c.mismatched == n);
+    CHECK(c.nan_count == n);
+  }
+
+  TEST_CASE("the timing harness returns positive finite times for the step05 kernel and cuBLAS attention") {
+    FA2_SKIP_WITHOUT_GPU();
+    const Problem p{1, 4, 256, 64, false};
+    const auto elems = static_cast<std::size_t>(p.qkv_elements());
+    cuda::DeviceBuffer<bf16> q(elems), k(elems), v(elems), o(elems);
+    cuda::DeviceBuffer<float> l(static_cast<std::size_t>(p.heads() * p.N));
+    fill_normal_bf16(q.data(), elems, 1, nullptr);
+    fill_normal_bf16(k.data(), elems, 2, nullptr);
+    fill_normal_bf16(v.data(), elems, 3, nullptr);
+    const AttentionBuffers bufs{q.data(), k.data(), v.data(), o.data(), l.data()};
+    int device = 0;
+    FA2_CUDA_CHECK(cudaGetDevice(&device));
+    L2Flusher flusher(l2_flush_bytes(device));
+    CHECK(flusher.bytes() >= (std::size_t{256} << 20));
+    TimingBudget budget;
+    budget.warmup_ms = 1.0;
+    budget.rep_ms = 5.0;
+    budget.min_reps = 3;
+    budget.max_reps = 50;
+    for (const auto& impl : always_available()) {
+      if (impl.key != kReferenceKey && impl.key != "cublas") continue;
+      INFO(impl.key);
+      PreparedRun run = impl.prepare(p, bufs, nullptr);
+      const Timing t = do_bench(run.run, nullptr, flusher, budget);
+      CHECK(t.samples.size() == static_cast<std::size_t>(t.plan.reps));
+      CHECK(t.plan.reps >= 3);
+      CHECK(t.plan.reps <= 50);
+      CHECK(std::isfinite(t.ms.median));
+      CHECK(t.ms.median > 0.0);
+      CHECK(t.ms.min <= t.ms.median);
+      CHECK(t.estimate_ms > 0.0);
+    }
+  }
+
+  TEST_CASE("the runner checks then times and records ours and cuBLAS on a small problem") {
+    FA2_SKIP_WITHOUT_GPU();
+    RunnerConfig config;
+    config.budget.warmup_ms = 1.0;
+    config.budget.rep_ms = 5.0;
+    config.seed = fresh_seed();
+    std::ostringstream log;
+    Runner runner(assemble_registry({}), config, log);
+    const std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
+    const auto results = runner.run(problems, {kReferenceKey, "ours64x64", "cublas"});
+    INFO(log.str());
+    REQUIRE(results.size() == 6);
+    for (const auto& m : results) {
+      INFO(m.key, " ", m.problem.label(), ": ", m.note);
+      CHECK(m.status == Status::ok);
+      CHECK(m.tflops > 0.0);
+      REQUIRE(m.peak_bytes.has_value());
+      CHECK(*m.peak_bytes >= static_cast<double>(io_bytes(m.problem)));
+      REQUIRE(m.max_err_fp64.has_value());
+      CHECK(*m.max_err_fp64 <= 2e-2);
+      REQUIRE(m.max_err_ref.has_value());
+      CHECK(*m.max_err_ref <= 4e-2);
+    }
+    CHECK_THROWS_AS(runner.run(problems, {"no-such-kernel"}), std::invalid_argument);
+  }
+}

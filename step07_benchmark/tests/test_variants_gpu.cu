@@ -1,0 +1,87 @@
+// Every kernel variant the benchmark times, on the GPU, against the float64 reference: the
+// ladder (v2-v4, float32 and bf16) and the fast kernel's configurations (v5, bf16). A variant
+// that fails here is wrong, whatever its speed.
+#include <stdexcept>
+
+#include "common/cuda/gpu.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support.hpp"
+#include "step07_benchmark/kernels/fa2_fast.hpp"
+#include "step07_benchmark/kernels/ladder.hpp"
+#include "step07_benchmark/kernels/ladder_cuda.hpp"
+
+namespace {
+
+template <class T>
+fa2::testing::FlashRunner<T> gpu_runner(fa2::CudaLaunchFn launch) {
+  return [launch](fa2::TensorView<const T, 3> Q, fa2::TensorView<const T, 3> K, fa2::TensorView<const T, 3> V,
+                  bool causal) { return fa2::run_with_device_tensors<T>(launch, Q, K, V, causal); };
+}
+
+// Shapes beyond the article's: causal with N_q != N_k (both ways), lengths that are not
+// multiples of the 64 and 128 tiles, a single query, one key, and every supported head dim.
+const std::vector<fa2::testing::FlashShape>& extra_shapes() {
+  static const std::vector<fa2::testing::FlashShape> shapes = {
+      {1, 130, 70, 64}, {1, 70, 130, 64}, {2, 1000, 1000, 64}, {1, 1, 333, 128}, {3, 257, 1, 32}, {2, 300, 300, 128},
+      {1, 129, 129, 32}};
+  return shapes;
+}
+
+void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run) {
+  for (const auto& shape : extra_shapes()) {
+    for (bool causal : {false, true}) {
+      const auto c = fa2::testing::run_and_compare<fa2::bf16>(run, shape, causal);
+      CHECK_MESSAGE(c.O.ok, c.O.summary());
+      CHECK_MESSAGE(c.L.ok, c.L.summary());
+    }
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("gpu+variants") {
+  TEST_CASE_TEMPLATE("GPU: ladder variants pass the article's test file", T, float, fa2::bf16) {
+    FA2_SKIP_WITHOUT_GPU();
+    const auto& launchers = fa2::ladder::ladder_cuda_launchers();
+    for (std::size_t i = 0; i < launchers.size(); ++i) {
+      INFO(fa2::ladder::ladder_variants()[i].name);
+      fa2::testing::check_article_matrix<T>(gpu_runner<T>(launchers[i]));
+    }
+  }
+
+  TEST_CASE("GPU: ladder variants handle causal N_q != N_k and ragged tiles") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (std::size_t i = 0; i < fa2::ladder::ladder_cuda_launchers().size(); ++i) {
+      INFO(fa2::ladder::ladder_variants()[i].name);
+      check_extra(gpu_runner<fa2::bf16>(fa2::ladder::ladder_cuda_launchers()[i]));
+    }
+  }
+
+  TEST_CASE("GPU: every fast configuration passes the bf16 article test file and the extra shapes") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto& v : fa2::fast::fast_variants()) {
+      INFO(v.name);
+      fa2::testing::check_article_matrix<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch));
+      check_extra(gpu_runner<fa2::bf16>(v.launch));
+    }
+    INFO("the tuned configuration");
+    fa2::testing::check_article_matrix<fa2::bf16>(gpu_runner<fa2::bf16>(&fa2::fast::flash_fwd_fast));
+    check_extra(gpu_runner<fa2::bf16>(&fa2::fast::flash_fwd_fast));
+  }
+}
+
+TEST_SUITE("variants") {
+  TEST_CASE("the fast kernel refuses what it does not support instead of computing it wrong") {
+    // Runs without a GPU: the checks come before any CUDA call.
+    fa2::Tensor<float, 3> q({1, 8, 64});
+    fa2::Tensor<float, 2> l({1, 8});
+    auto a = fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), l.view(), false);
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(a), doctest::Contains("bfloat16 only"), std::invalid_argument);
+    fa2::Tensor<fa2::bf16, 3> h({1, 8, 16});
+    fa2::Tensor<float, 2> lh({1, 8});
+    auto b = fa2::make_flash_args<fa2::bf16>(h.cview(), h.cview(), h.cview(), h.view(), lh.view(), false);
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(b), doctest::Contains("32, 64 or 128"), std::invalid_argument);
+    fa2::Tensor<fa2::bf16, 3> h64({1, 8, 64});
+    auto c = fa2::make_flash_args<fa2::bf16>(h64.cview(), h64.cview(), h64.cview(), h64.view(), lh.view(), false, -1.0f);
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(c), doctest::Contains("positive"), std::invalid_argument);
+  }
+}
