@@ -41,18 +41,39 @@ if [ "$phase" = "build-test" ]; then
   san step05_memcheck memcheck step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
   san step06_memcheck memcheck step06_tests_bugs/step06_gpu_tests "-tc=*padded keys vote*,*harness*"
   san step07_memcheck memcheck step07_benchmark/step07_gpu_tests
+  san step07v_memcheck memcheck step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*,GPU: ladder variants handle*"
   san step04_racecheck racecheck step04_weighted_sum/step04_gpu_tests
   san step05_racecheck racecheck step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*"
-  san step07_racecheck racecheck step07_benchmark/step07_variant_gpu_tests "-tc=*refuses*,GPU: ladder variants handle*"
+  san step07v_racecheck racecheck step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   exit $ctest_rc
 fi
 
 if [ "$phase" = "bench" ]; then
   [ -x "$build/step07_benchmark/step07_bench" ] || { echo "build first (phase build-test)"; exit 1; }
+  log "SASS: tensor-core, ldmatrix and cp.async instructions per kernel"
+  cuobjdump -sass "$build/step07_benchmark/step07_bench" 2>/dev/null | awk '
+    /Function :/ { name = $3 }
+    /HMMA/ { hmma[name]++ } /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
+    END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
+  ' | sort -k9 > "$out/sass_counts.txt"
+  head -n 40 "$out/sass_counts.txt" | cut -c1-200
   log "benchmark"
   bash step07_benchmark/run_h200.sh "$out" > "$out/bench_console.log" 2>&1
   bench_rc=$?
   tail -n 80 "$out/bench_console.log"
+  log "ncu (clocks left alone)"
+  prof() {  # name kernel-regex bench-args...
+    local name=$1 kre=$2; shift 2
+    timeout 200 ncu --clock-control none --kernel-name-base demangled -k "regex:$kre" --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis_Tables \
+      --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldsm.sum,smsp__inst_executed_op_ldsm.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+      "$build/step07_benchmark/step07_bench" --n=4096 --d=64 --causal=no --quick --no-ceilings "$@" > "$out/ncu_${name}.txt" 2>&1
+    echo "  ncu $name: rc=$?"
+    grep -E "Duration|hmma_cycles_active|bank_conflicts|wavefronts_mem_shared_op_ldsm|inst_executed_op_ldsm|warps_active|Registers Per|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput" "$out/ncu_${name}.txt" | head -n 14
+  }
+  prof step05_16x16 "FlashFwdKernel" --impl=ours16
+  prof ladder_v4 "LadderKernel" --impl=v4
+  prof fast_v5 "fast_fwd_kernel" --impl=v5
   exit $bench_rc
 fi
 echo "unknown phase $phase"; exit 2

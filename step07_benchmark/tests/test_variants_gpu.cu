@@ -69,6 +69,24 @@ TEST_SUITE("gpu+variants") {
   }
 }
 
+TEST_SUITE("gpu+sanitizer") {
+  // Small enough for compute-sanitizer's memcheck and racecheck: every fast configuration on
+  // a few ragged shapes, causal and not.
+  TEST_CASE("GPU: fast configurations on small ragged shapes") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto& v : fa2::fast::fast_variants()) {
+      INFO(v.name);
+      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
+        for (bool causal : {false, true}) {
+          const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch), shape, causal);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+}
+
 TEST_SUITE("variants") {
   TEST_CASE("the fast kernel refuses what it does not support instead of computing it wrong") {
     // Runs without a GPU: the checks come before any CUDA call.
