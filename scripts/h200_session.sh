@@ -3,6 +3,8 @@
 #   scripts/h200_session.sh build-test [OUT]   configure (sm90 + Torch), build all, every test with
 #                                              FA2_REQUIRE_GPU=1, compute-sanitizer memcheck/racecheck
 #   scripts/h200_session.sh bench [OUT]        step07_bench full sweep, ncu on the key kernels, SASS check
+#   scripts/h200_session.sh round [OUT]        one tuning round: build, GPU tests of steps 5-7, sanitizers
+#                                              on the new kernels, a focused benchmark (STEP07_ARGS)
 # Logs and results land in OUT (default ./h200_out). Needs a GPU; not part of CI.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -75,5 +77,31 @@ if [ "$phase" = "bench" ]; then
   prof ladder_v4 "LadderKernel" --impl=v4
   prof fast_v5 "fast_fwd_kernel" --impl=v5
   exit $bench_rc
+fi
+if [ "$phase" = "round" ]; then
+  log "configure + build"
+  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
+  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
+  log "GPU tests of steps 5-7 (FA2_REQUIRE_GPU=1)"
+  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 -L "step05|step06|step07" --timeout 900 > "$out/ctest.log" 2>&1
+  ctest_rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$out/ctest.log" | tail -n 20
+  log "compute-sanitizer on the changed kernels"
+  for tool in memcheck racecheck; do
+    FA2_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 99 \
+      $build/step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*" > "$out/san_fast_$tool.log" 2>&1
+    echo "  fast kernels ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_fast_$tool.log" | tail -n 1)"
+    FA2_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 99 \
+      $build/step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*,GPU: strided*" > "$out/san_step05_$tool.log" 2>&1
+    echo "  step05 ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_step05_$tool.log" | tail -n 1)"
+  done
+  log "benchmark: ${STEP07_ARGS:-}"
+  # shellcheck disable=SC2086
+  "$build/step07_benchmark/step07_bench" --out "$out" ${STEP07_ARGS:-} > "$out/step07_log.txt" 2>&1
+  bench_rc=$?
+  sed -n '/^not timed:/,/^$/p' "$out/step07_log.txt" | head -n 20
+  sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt"
+  (cd "$out" && tar czf logs.tgz --exclude=logs.tgz ./*.log ./*.txt 2>/dev/null)
+  exit $(( ctest_rc != 0 ? ctest_rc : bench_rc ))
 fi
 echo "unknown phase $phase"; exit 2

@@ -13,6 +13,9 @@
 // target_link_libraries(fa2_step07_runner ...) in step07_benchmark/CMakeLists.txt.
 #include "step07_benchmark/fast_variants.hpp"
 
+#include <algorithm>
+#include <string>
+
 #include "step07_benchmark/kernels/fa2_fast.hpp"
 #include "step07_benchmark/kernels/ladder.hpp"
 #include "step07_benchmark/kernels/ladder_cuda.hpp"
@@ -30,8 +33,14 @@ std::vector<Implementation> fast_variant_implementations() {
   // v5: the register-resident mma.sync kernel, its ablation steps and tile shapes, then the tuned one.
   int n = 0;
   for (const auto& v : fast::fast_variants()) {
-    out.push_back(flash_implementation(v.name + ": " + v.description, "v5." + std::to_string(++n), v.launch, "fast", {},
-                                       &fast::unsupported_reason));
+    const std::vector<int> dims = v.head_dims;
+    const auto built_for = [dims](const Problem& p) {
+      return std::find(dims.begin(), dims.end(), static_cast<int>(p.D)) != dims.end()
+                 ? std::string()
+                 : "head dim " + std::to_string(p.D) + " (this configuration is built for other head dims)";
+    };
+    out.push_back(flash_implementation(v.name + ": " + v.description, "v5." + std::to_string(++n), v.launch, "fast",
+                                       built_for, &fast::unsupported_reason));
   }
   out.push_back(flash_implementation("v5 fast: the tuned configuration", "v5", &fast::flash_fwd_fast, "fast", {},
                                      &fast::unsupported_reason));

@@ -1,63 +1,27 @@
-// Launchers for the fast kernel: argument checks, the configuration table and the launch.
-#include <cmath>
+// The fast kernel's public launchers: argument checks, the tuned configuration, and the table
+// of every configuration the benchmark sweeps (instantiated in fa2_fast_sweep_*.cu).
 #include <cstdint>
-#include <stdexcept>
 
-#include "common/cuda/cuda_check.hpp"
-#include "step07_benchmark/kernels/fa2_fast.cuh"
-#include "step07_benchmark/kernels/fa2_fast.hpp"
+#include "step07_benchmark/kernels/fa2_fast_launch.cuh"
 
 namespace fa2::fast {
+
+void v5_no_swizzle_one_stage(const FlashFwdArgs&, cudaStream_t);
+void v5_one_stage(const FlashFwdArgs&, cudaStream_t);
+void v5_w8_joint_wait(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_joint_wait(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_split_wait(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_o_smem(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_pairs(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_q_smem(const FlashFwdArgs&, cudaStream_t);
+void v5_bn128_q_smem(const FlashFwdArgs&, cudaStream_t);
+void v5_bn128_all(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_o_pairs(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_all(const FlashFwdArgs&, cudaStream_t);
+void v5_w4_o_pairs(const FlashFwdArgs&, cudaStream_t);
+
 namespace {
-
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
-template <class Cfg>
-void launch(const FlashFwdArgs& a, cudaStream_t stream) {
-  FastParams p{};
-  p.Q = static_cast<const __nv_bfloat16*>(a.q);
-  p.K = static_cast<const __nv_bfloat16*>(a.k);
-  p.V = static_cast<const __nv_bfloat16*>(a.v);
-  p.O = static_cast<__nv_bfloat16*>(a.o);
-  p.L = a.l;
-  p.q_sb = a.q_strides[0], p.q_sn = a.q_strides[1];
-  p.k_sb = a.k_strides[0], p.k_sn = a.k_strides[1];
-  p.v_sb = a.v_strides[0], p.v_sn = a.v_strides[1];
-  p.o_sb = a.o_strides[0], p.o_sn = a.o_strides[1];
-  p.l_sb = a.l_strides[0], p.l_sn = a.l_strides[1];
-  p.N_q = static_cast<int>(a.q_shape[1]);
-  p.N_k = static_cast<int>(a.k_shape[1]);
-  p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
-  static const bool opted_in = [] {
-    FA2_CUDA_CHECK(cudaFuncSetAttribute(fast_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(Cfg::smem_bytes)));
-    return true;
-  }();
-  (void)opted_in;
-  const dim3 grid(static_cast<unsigned>(cdiv<index_t>(a.q_shape[1], Cfg::BLOCK_M)), static_cast<unsigned>(a.q_shape[0]));
-  fast_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
-}
-
-// Picks the instantiation for the head dim and the causal flag.
-template <int WM, int NW, int BN, bool SWIZZLE = true, int STAGES = 2>
-void launch_config(const FlashFwdArgs& a, cudaStream_t stream) {
-  validate(a);
-  if (const auto why = unsupported_reason(a); !why.empty()) throw std::invalid_argument(why);
-  const auto run = [&]<int D>() {
-    if (a.causal) {
-      launch<FastConfig<D, WM, NW, BN, true, SWIZZLE, STAGES>>(a, stream);
-    } else {
-      launch<FastConfig<D, WM, NW, BN, false, SWIZZLE, STAGES>>(a, stream);
-    }
-  };
-  switch (a.q_shape[2]) {
-    case 32: run.template operator()<32>(); break;
-    case 64: run.template operator()<64>(); break;
-    default: run.template operator()<128>(); break;
-  }
-}
-
 }  // namespace
 
 std::string unsupported_reason(const FlashFwdArgs& a) {
@@ -77,24 +41,32 @@ std::string unsupported_reason(const FlashFwdArgs& a) {
 }
 
 void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
-  // The configuration chosen from the sweep in step07's README.
+  // The configurations chosen from the sweep in step07's README: 128 query rows per block in
+  // 4 warps of 32 rows, 64-key tiles; at head dim 128 the O accumulator is twice as large and
+  // 32 rows per warp no longer fit in the registers, so 64-row blocks of 4 warps.
   if (args.q_shape[2] == 128) {
-    launch_config<1, 8, 64>(args, stream);
+    launch_config<1, 4, 64, kOPairs, 128>(args, stream);
   } else {
-    launch_config<2, 4, 64>(args, stream);
+    launch_config<2, 4, 64, kOPairs, 32, 64>(args, stream);
   }
 }
 
 const std::vector<FastVariant>& fast_variants() {
   static const std::vector<FastVariant> variants = {
-      {"v5a 128x64 w8 1-stage no-swizzle", "registers + mma.sync + ldmatrix; cp.async but no prefetch; plain layout",
-       &launch_config<1, 8, 64, false, 1>},
-      {"v5b 128x64 w8 1-stage", "v5a + XOR-swizzled shared memory (no bank conflicts)", &launch_config<1, 8, 64, true, 1>},
-      {"v5c 128x64 w8", "v5b + double-buffered K/V (tile j+1 loads during tile j)", &launch_config<1, 8, 64, true, 2>},
-      {"v5c 64x64 w4", "v5c with 64-row query blocks (4 warps)", &launch_config<1, 4, 64, true, 2>},
-      {"v5c 128x128 w8", "v5c with 128-key tiles", &launch_config<1, 8, 128, true, 2>},
-      {"v5d 128x64 w4x2", "each warp owns 32 rows: K/V fragments reused twice", &launch_config<2, 4, 64, true, 2>},
-      {"v5d 128x128 w4x2", "v5d with 128-key tiles (FlashAttention-2's own shape)", &launch_config<2, 4, 128, true, 2>},
+      {"v5.1 w8 1-stage unswizzled", "registers, mma.sync and ldmatrix; cp.async without prefetch; plain layout",
+       &v5_no_swizzle_one_stage, {64}},
+      {"v5.2 w8 1-stage", "v5.1 + XOR-swizzled shared memory (no bank conflicts)", &v5_one_stage, {64}},
+      {"v5.3 w8 2-stage", "v5.2 + double-buffered K/V (tile j+1 loads during tile j)", &v5_w8_joint_wait, {64}},
+      {"v5.4 w4x2", "v5.3 with 32 rows per warp: K/V fragments used twice per load", &v5_w4x2_joint_wait, {64, 128}},
+      {"v5.5 w4x2 split-wait", "v5.4 + separate K and V waits: V lands while S computes", &v5_w4x2_split_wait, {64, 128}},
+      {"v5.6 w4x2 O-smem", "v5.5 + O staged in shared memory, stored in 16-byte chunks", &v5_w4x2_o_smem, {64}},
+      {"v5.7 w4x2 pairs", "v5.5 + causal blocks take query tiles i and n-1-i", &v5_w4x2_pairs, {64}},
+      {"v5.8 w4x2 Q-smem", "v5.5 with Q re-read from shared memory (frees registers)", &v5_w4x2_q_smem, {64, 128}},
+      {"v5.9 128x128 Q-smem", "v5.8 with 128-key tiles", &v5_bn128_q_smem, {64}},
+      {"v5.10 128x128 all", "v5.9 + O-smem + pairs", &v5_bn128_all, {64}},
+      {"v5.11 w4x2 O-smem+pairs", "v5.5 + O-smem + pairs", &v5_w4x2_o_pairs, {64, 128}},
+      {"v5.12 w4x2 all", "v5.11 with Q re-read from shared memory", &v5_w4x2_all, {64, 128}},
+      {"v5.13 w4 O-smem+pairs", "64-row blocks, 4 warps of 16 rows", &v5_w4_o_pairs, {64, 128}},
   };
   return variants;
 }

@@ -22,7 +22,18 @@
 
 namespace fa2::fast {
 
-template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, bool SWIZZLE_ = true, int STAGES_ = 2>
+// What each step of the ablation switches on (defaults: the tuned kernel's choices).
+struct FastOptions {
+  bool swizzle = true;         // XOR-swizzled shared memory (false only to measure what it buys)
+  int stages = 2;              // 2: tile j+1 loads while tile j computes; 1: load, then compute
+  bool split_kv = true;        // wait for K and V separately: V lands while S = Q K^T computes
+  bool q_in_regs = true;       // Q fragments live in registers; false: re-read from shared memory
+                               // each tile, which frees registers for larger tiles
+  bool o_via_smem = false;     // stage O through shared memory for coalesced 16-byte stores
+  bool causal_pairs = false;   // causal: a block does query tiles i and n-1-i (equal work per block)
+};
+
+template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, FastOptions OPT = FastOptions{}>
 struct FastConfig {
   static constexpr int D = D_;
   static constexpr int WARP_M = WARP_M_;        // 16-row mma tiles per warp: B fragments are reused WARP_M times
@@ -31,8 +42,12 @@ struct FastConfig {
   static constexpr int BLOCK_M = 16 * WARP_M * NUM_WARPS;
   static constexpr int BLOCK_N = BLOCK_N_;
   static constexpr bool CAUSAL = CAUSAL_;
-  static constexpr bool SWIZZLE = SWIZZLE_;     // false only to measure what the swizzle buys
-  static constexpr int STAGES = STAGES_;        // 2: tile j+1 loads while tile j computes; 1: load, then compute
+  static constexpr bool SWIZZLE = OPT.swizzle;
+  static constexpr int STAGES = OPT.stages;
+  static constexpr bool SPLIT_KV = OPT.split_kv && OPT.stages == 2;
+  static constexpr bool Q_IN_REGS = OPT.q_in_regs;
+  static constexpr bool O_VIA_SMEM = OPT.o_via_smem;
+  static constexpr bool CAUSAL_PAIRS = OPT.causal_pairs && CAUSAL_;
   static constexpr int CHUNKS = D / 8;          // 16-byte chunks per row of Q, K, V
   // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
   // latency) while the accumulators fit, i.e. for head dims up to 64.
@@ -52,6 +67,7 @@ struct FastParams {
   float* L;
   index_t q_sb, q_sn, k_sb, k_sn, v_sb, v_sn, o_sb, o_sn, l_sb, l_sn;
   int N_q, N_k;
+  int n_q_tiles;     // cdiv(N_q, BLOCK_M)
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
 };
 
@@ -102,25 +118,20 @@ __device__ __forceinline__ std::uint32_t addr_chunks_then_rows(const __nv_bfloat
   return smem_address(tile + tile_offset<Cfg>(row0 + (lane & 7) + 8 * (lane >> 4), chunk0 + ((lane >> 3) & 1)));
 }
 
+// One query tile of one (batch, head): the whole FlashAttention-2 forward for BLOCK_M rows.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_fwd_kernel(const FastParams p) {
+__device__ __forceinline__ void attend_query_tile(const FastParams& p, const int q_tile, const index_t bh,
+                                                  __nv_bfloat16* sQ, __nv_bfloat16* sK, __nv_bfloat16* sV) {
   constexpr int D = Cfg::D, BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, WM = Cfg::WARP_M;
   constexpr int N_TILES_S = BN / 8;  // 8-key column tiles of S
   constexpr int N_TILES_O = D / 8;   // 8-wide column tiles of O
   constexpr float kNegInf = -INFINITY;
 
-  extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // (BM, D)
-  __nv_bfloat16* sK = sQ + BM * D;                        // STAGES x (BN, D)
-  __nv_bfloat16* sV = sK + Cfg::STAGES * BN * D;          // STAGES x (BN, D)
-
   const int lane = static_cast<int>(threadIdx.x) % 32;
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  // Causal blocks near the bottom have the most key tiles: start those first.
-  const int q_tile = Cfg::CAUSAL ? static_cast<int>(gridDim.x - 1 - blockIdx.x) : static_cast<int>(blockIdx.x);
-  const index_t bh = blockIdx.y;
   const int q0 = q_tile * BM;                 // first query of the block
-  const int q0_warp = q0 + warp * 16 * WM;    // first query of this warp
+  const int warp_row0 = warp * 16 * WM;       // this warp's first row inside the block
+  const int q0_warp = q0 + warp_row0;         // and its first query
   const int g = lane / 4, c = 2 * (lane % 4);  // mma fragment coordinates
 
   const __nv_bfloat16* Qb = p.Q + bh * p.q_sb;
@@ -134,19 +145,18 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
     n_tiles = min(n_tiles, last_query / BN + 1);
   }
 
-  // Prologue: Q and the first K, V tiles in flight together; Q's fragments stay in registers.
+  // Prologue. Split K/V: group 1 = Q and K_0, group 2 = V_0, so S can start before V_0 lands.
   load_tile_async<Cfg, BM>(sQ, Qb, p.q_sn, q0, p.N_q);
   load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, 0, p.N_k);
+  if constexpr (Cfg::SPLIT_KV) cp_async_commit();
   load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, 0, p.N_k);
   cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
+  if constexpr (!Cfg::SPLIT_KV) {
+    cp_async_wait<0>();
+    __syncthreads();
+  }
 
-  std::uint32_t qf[WM][D / 16][4];
-#pragma unroll
-  for (int mt = 0; mt < WM; ++mt)
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, warp * 16 * WM + mt * 16, 2 * kk, lane));
+  std::uint32_t qf[Cfg::Q_IN_REGS ? WM : 1][Cfg::Q_IN_REGS ? D / 16 : 1][4];
 
   float o[WM][N_TILES_O][4];  // O accumulator, unnormalised, fp32
   float m[WM][2], l[WM][2];   // running max (log2 units) and this thread's share of the running sum
@@ -160,14 +170,31 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
 
   for (int j = 0; j < n_tiles; ++j) {
     const int stage = Cfg::STAGES == 2 ? (j & 1) : 0;
-    if constexpr (Cfg::STAGES == 2) {
+    const bool has_next = j + 1 < n_tiles;
+    if constexpr (Cfg::SPLIT_KV) {
+      // K_j (with Q on the first tile) has landed; V_j may still be in flight. Every warp has
+      // finished tile j - 1, so the other K stage is free for K_{j+1}.
+      cp_async_wait<1>();
+      __syncthreads();
+      if (has_next) load_tile_async<Cfg, BN>(sK + (stage ^ 1) * BN * D, Kb, p.k_sn, (j + 1) * BN, p.N_k);
+      cp_async_commit();
+    } else if constexpr (Cfg::STAGES == 2) {
       // The other stage held tile j - 1, which every warp finished before the barrier that
       // ended the previous iteration: refill it with tile j + 1 while tile j computes.
-      if (j + 1 < n_tiles) {
+      if (has_next) {
         load_tile_async<Cfg, BN>(sK + (stage ^ 1) * BN * D, Kb, p.k_sn, (j + 1) * BN, p.N_k);
         load_tile_async<Cfg, BN>(sV + (stage ^ 1) * BN * D, Vb, p.v_sn, (j + 1) * BN, p.N_k);
       }
       cp_async_commit();
+    }
+    if constexpr (Cfg::Q_IN_REGS) {
+      if (j == 0) {
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+          for (int kk = 0; kk < D / 16; ++kk)
+            ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, warp_row0 + mt * 16, 2 * kk, lane));
+      }
     }
     const __nv_bfloat16* sKj = sK + stage * BN * D;
     const __nv_bfloat16* sVj = sV + stage * BN * D;
@@ -175,30 +202,40 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
 
     // A warp whose queries all come before this tile's first key has nothing to do here.
     const bool warp_sees_tile = !Cfg::CAUSAL || k0 <= q0_warp + 16 * WM - 1;
+    float s[WM][N_TILES_S][4];
     if (warp_sees_tile) {
       // ---- S = Q K^T (fp32, in registers) ----
-      float s[WM][N_TILES_S][4];
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt)
 #pragma unroll
         for (int t = 0; t < N_TILES_S; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) {
+        std::uint32_t qa[WM][4];
+#pragma unroll
+        for (int mt = 0; mt < WM; ++mt) {
+          if constexpr (Cfg::Q_IN_REGS) {
+#pragma unroll
+            for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+          } else {
+            ldmatrix_x4(qa[mt], addr_rows_then_chunks<Cfg>(sQ, warp_row0 + mt * 16, 2 * kk, lane));
+          }
+        }
 #pragma unroll
         for (int nn = 0; nn < BN / 16; ++nn) {
           std::uint32_t b[4];
           ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, lane));
 #pragma unroll
           for (int mt = 0; mt < WM; ++mt) {
-            mma_bf16_16816(s[mt][2 * nn], qf[mt][kk], b[0], b[1]);
-            mma_bf16_16816(s[mt][2 * nn + 1], qf[mt][kk], b[2], b[3]);
+            mma_bf16_16816(s[mt][2 * nn], qa[mt], b[0], b[1]);
+            mma_bf16_16816(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
           }
         }
       }
 
       // ---- masks, only where a tile needs one ----
-      const bool ragged = k0 + BN > p.N_k;                                 // the last tile, padded
-      const bool straddles = Cfg::CAUSAL && k0 + BN - 1 > q0_warp;         // crosses this warp's diagonal
+      const bool ragged = k0 + BN > p.N_k;                          // the last tile, padded
+      const bool straddles = Cfg::CAUSAL && k0 + BN - 1 > q0_warp;  // crosses this warp's diagonal
       if (ragged || straddles) {
 #pragma unroll
         for (int mt = 0; mt < WM; ++mt)
@@ -248,7 +285,18 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
             l[mt][e >> 1] += pr;
           }
       }
+    }
 
+    if constexpr (Cfg::SPLIT_KV) {
+      // V_j has landed (only K_{j+1} may still be in flight); the other V stage held V_{j-1},
+      // finished before this iteration's first barrier.
+      cp_async_wait<1>();
+      __syncthreads();
+      if (has_next) load_tile_async<Cfg, BN>(sV + (stage ^ 1) * BN * D, Vb, p.v_sn, (j + 1) * BN, p.N_k);
+      cp_async_commit();
+    }
+
+    if (warp_sees_tile) {
       // ---- O += P V: the S accumulators are already in the A-operand layout ----
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
@@ -273,22 +321,26 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
       }
     }
 
-    if (j + 1 < n_tiles) {
-      if constexpr (Cfg::STAGES == 1) {
-        __syncthreads();  // everyone is done with the only stage
-        load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, (j + 1) * BN, p.N_k);
-        load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, (j + 1) * BN, p.N_k);
-        cp_async_commit();
+    if constexpr (!Cfg::SPLIT_KV) {
+      if (has_next) {
+        if constexpr (Cfg::STAGES == 1) {
+          __syncthreads();  // everyone is done with the only stage
+          load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, (j + 1) * BN, p.N_k);
+          load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, (j + 1) * BN, p.N_k);
+          cp_async_commit();
+        }
+        cp_async_wait<0>();
+        __syncthreads();  // tile j + 1 is visible to all, and tile j is no longer read
       }
-      cp_async_wait<0>();
-      __syncthreads();  // tile j + 1 is visible to all, and tile j is no longer read
     }
   }
+  cp_async_wait<0>();  // nothing may still be landing in shared memory when the block moves on
 
   // ---- epilogue: O / l once, L = ln 2 * (m + log2 l) ----
   constexpr float kLn2 = 0.6931471805599453f;
   __nv_bfloat16* Ob = p.O + bh * p.o_sb;
   float* Lb = p.L + bh * p.l_sb;
+  if constexpr (Cfg::O_VIA_SMEM) __syncthreads();  // sQ is about to hold O: every warp must be done reading Q
 #pragma unroll
   for (int mt = 0; mt < WM; ++mt)
 #pragma unroll
@@ -296,17 +348,65 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
       float sum = l[mt][h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int query = q0_warp + mt * 16 + g + 8 * h;
-      if (query < p.N_q) {
-        const float inv = 1.0f / sum;
-        __nv_bfloat16* row = Ob + static_cast<index_t>(query) * p.o_sn;
+      const int row = warp_row0 + mt * 16 + g + 8 * h;  // inside the block
+      const int query = q0 + row;
+      const float inv = 1.0f / sum;
+      if constexpr (Cfg::O_VIA_SMEM) {
 #pragma unroll
         for (int t = 0; t < N_TILES_O; ++t) {
-          *reinterpret_cast<std::uint32_t*>(row + t * 8 + c) = pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+          *reinterpret_cast<std::uint32_t*>(sQ + tile_offset<Cfg>(row, t) + c) =
+              pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
         }
-        if ((lane & 3) == 0) Lb[static_cast<index_t>(query) * p.l_sn] = (m[mt][h] + log2f(sum)) * kLn2;
+      } else if (query < p.N_q) {
+        __nv_bfloat16* out_row = Ob + static_cast<index_t>(query) * p.o_sn;
+#pragma unroll
+        for (int t = 0; t < N_TILES_O; ++t) {
+          *reinterpret_cast<std::uint32_t*>(out_row + t * 8 + c) =
+              pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+        }
+      }
+      if (query < p.N_q && (lane & 3) == 0) Lb[static_cast<index_t>(query) * p.l_sn] = (m[mt][h] + log2f(sum)) * kLn2;
+    }
+  if constexpr (Cfg::O_VIA_SMEM) {
+    __syncthreads();
+    // Whole 16-byte chunks, neighbouring threads on neighbouring addresses.
+    constexpr int total = BM * Cfg::CHUNKS;
+#pragma unroll
+    for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
+      const int r = i / Cfg::CHUNKS, ch = i % Cfg::CHUNKS;
+      if (q0 + r < p.N_q) {
+        *reinterpret_cast<uint4*>(Ob + static_cast<index_t>(q0 + r) * p.o_sn + ch * 8) =
+            *reinterpret_cast<const uint4*>(sQ + tile_offset<Cfg>(r, ch));
       }
     }
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_fwd_kernel(const FastParams p) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);      // (BLOCK_M, D)
+  __nv_bfloat16* sK = sQ + Cfg::BLOCK_M * Cfg::D;             // STAGES x (BLOCK_N, D)
+  __nv_bfloat16* sV = sK + Cfg::STAGES * Cfg::BLOCK_N * Cfg::D;  // STAGES x (BLOCK_N, D)
+  const index_t bh = blockIdx.y;
+  if constexpr (Cfg::CAUSAL_PAIRS) {
+    // Causal work grows with the query tile: tile i needs about i + 1 key-tile steps. Pairing
+    // tile n-1-i with tile i gives every block the same amount of work. (A loop, not two
+    // calls: one copy of the body keeps the register allocation of the unpaired kernel.)
+    const int heavy = p.n_q_tiles - 1 - static_cast<int>(blockIdx.x);
+    const int light = static_cast<int>(blockIdx.x);
+    for (int pass = 0; pass < 2; ++pass) {
+      if (pass == 1) {
+        if (light >= heavy) break;
+        __syncthreads();  // the first tile's epilogue may still be reading shared memory
+      }
+      attend_query_tile<Cfg>(p, pass == 0 ? heavy : light, bh, sQ, sK, sV);
+    }
+  } else {
+    // Causal blocks near the bottom have the most key tiles: start those first.
+    const int q_tile = Cfg::CAUSAL ? p.n_q_tiles - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x);
+    attend_query_tile<Cfg>(p, q_tile, bh, sQ, sK, sV);
+  }
 }
 
 }  // namespace fa2::fast

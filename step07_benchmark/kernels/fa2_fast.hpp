@@ -20,9 +20,10 @@ void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream = nullptr);
 
 // Every configuration the benchmark sweeps, by name.
 struct FastVariant {
-  std::string name;         // e.g. "v5 128x64 w4x2"
-  std::string description;  // what differs
+  std::string name;         // e.g. "v5.4 w4x2"
+  std::string description;  // what it adds to the one before
   void (*launch)(const FlashFwdArgs&, cudaStream_t);
+  std::vector<int> head_dims;  // the head dims it is built for
 };
 const std::vector<FastVariant>& fast_variants();
 

@@ -33,10 +33,10 @@ struct LadderKernel {
   static constexpr int num_threads = Cfg::num_warps * 32;
   using Params = FlashFwdParams<T>;
 
-  struct Shared {
-    Tile<T, Block<Q_TILE, D>> Q_i;
-    Tile<T, Block<K_TILE, D>> K_j;
-    Tile<T, Block<K_TILE, D>> V_j;
+  struct Shared {  // rows padded against bank conflicts (tile_dot.hpp)
+    Tile<T, Block<Q_TILE, D>, kSmemPad> Q_i;
+    Tile<T, Block<K_TILE, D>, kSmemPad> K_j;
+    Tile<T, Block<K_TILE, D>, kSmemPad> V_j;
     DotStaging<T, Q_TILE, K_TILE, D> stage;
   };
 

@@ -1,0 +1,83 @@
+// Host side of the fast kernel: FastParams from FlashFwdArgs, the launch, and the choice of
+// instantiation (head dim, causal flag). Included by the fa2_fast*.cu files.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda/cuda_check.hpp"
+#include "step07_benchmark/kernels/fa2_fast.cuh"
+#include "step07_benchmark/kernels/fa2_fast.hpp"
+
+namespace fa2::fast {
+
+template <class Cfg>
+void launch(const FlashFwdArgs& a, cudaStream_t stream) {
+  FastParams p{};
+  p.Q = static_cast<const __nv_bfloat16*>(a.q);
+  p.K = static_cast<const __nv_bfloat16*>(a.k);
+  p.V = static_cast<const __nv_bfloat16*>(a.v);
+  p.O = static_cast<__nv_bfloat16*>(a.o);
+  p.L = a.l;
+  p.q_sb = a.q_strides[0], p.q_sn = a.q_strides[1];
+  p.k_sb = a.k_strides[0], p.k_sn = a.k_strides[1];
+  p.v_sb = a.v_strides[0], p.v_sn = a.v_strides[1];
+  p.o_sb = a.o_strides[0], p.o_sn = a.o_strides[1];
+  p.l_sb = a.l_strides[0], p.l_sn = a.l_strides[1];
+  p.N_q = static_cast<int>(a.q_shape[1]);
+  p.N_k = static_cast<int>(a.k_shape[1]);
+  p.n_q_tiles = static_cast<int>(cdiv<index_t>(a.q_shape[1], Cfg::BLOCK_M));
+  p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
+  static const bool opted_in = [] {
+    FA2_CUDA_CHECK(cudaFuncSetAttribute(fast_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(Cfg::smem_bytes)));
+    return true;
+  }();
+  (void)opted_in;
+  const int blocks_x = Cfg::CAUSAL_PAIRS ? (p.n_q_tiles + 1) / 2 : p.n_q_tiles;
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(a.q_shape[0]));
+  fast_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
+}
+
+template <int... Ds>
+std::string head_dims_text() {
+  std::string s;
+  ((s += (s.empty() ? "" : ", ") + std::to_string(Ds)), ...);
+  return s;
+}
+
+// Validates, then launches the instantiation for the head dim (one of Ds) and causal flag.
+template <int WM, int NW, int BN, FastOptions OPT, int... Ds>
+void launch_config(const FlashFwdArgs& a, cudaStream_t stream) {
+  validate(a);
+  if (const auto why = unsupported_reason(a); !why.empty()) throw std::invalid_argument(why);
+  bool launched = false;
+  const auto try_dim = [&]<int D>() {
+    if (launched || a.q_shape[2] != D) return;
+    launched = true;
+    if (a.causal) {
+      launch<FastConfig<D, WM, NW, BN, true, OPT>>(a, stream);
+    } else {
+      launch<FastConfig<D, WM, NW, BN, false, OPT>>(a, stream);
+    }
+  };
+  (try_dim.template operator()<Ds>(), ...);
+  if (!launched) {
+    throw std::invalid_argument("head_dim: this configuration is built for head dims " + head_dims_text<Ds...>());
+  }
+}
+
+// The options of each step of the ablation (see fa2_fast.cu for the table).
+inline constexpr FastOptions kNoSwizzleOneStage{.swizzle = false, .stages = 1, .split_kv = false};
+inline constexpr FastOptions kOneStage{.stages = 1, .split_kv = false};
+inline constexpr FastOptions kJointWait{.split_kv = false};
+inline constexpr FastOptions kSplitWait{};
+inline constexpr FastOptions kOViaSmem{.o_via_smem = true};
+inline constexpr FastOptions kPairs{.causal_pairs = true};
+inline constexpr FastOptions kQInSmem{.q_in_regs = false};
+inline constexpr FastOptions kOPairs{.o_via_smem = true, .causal_pairs = true};
+inline constexpr FastOptions kAll{.q_in_regs = false, .o_via_smem = true, .causal_pairs = true};
+
+}  // namespace fa2::fast
