@@ -19,6 +19,10 @@ void v5_bn128_all(const FlashFwdArgs&, cudaStream_t);
 void v5_w4x2_o_pairs(const FlashFwdArgs&, cudaStream_t);
 void v5_w4x2_all(const FlashFwdArgs&, cudaStream_t);
 void v5_w4_o_pairs(const FlashFwdArgs&, cudaStream_t);
+void v5_w8_o_pairs(const FlashFwdArgs&, cudaStream_t);
+void v5_w8_overlap(const FlashFwdArgs&, cudaStream_t);
+void v5_w4x2_overlap(const FlashFwdArgs&, cudaStream_t);
+void v5_w4_overlap(const FlashFwdArgs&, cudaStream_t);
 
 namespace {
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -67,6 +71,10 @@ const std::vector<FastVariant>& fast_variants() {
       {"v5.11 w4x2 O-smem+pairs", "v5.5 + O-smem + pairs", &v5_w4x2_o_pairs, {64, 128}},
       {"v5.12 w4x2 all", "v5.11 with Q re-read from shared memory", &v5_w4x2_all, {64, 128}},
       {"v5.13 w4 O-smem+pairs", "64-row blocks, 4 warps of 16 rows", &v5_w4_o_pairs, {64, 128}},
+      {"v5.14 w8 O-smem+pairs", "v5.11 with 8 warps of 16 rows (16 warps per SM)", &v5_w8_o_pairs, {64, 128}},
+      {"v5.15 w8 overlap", "v5.14 + S of tile j+1 computed during the softmax of tile j", &v5_w8_overlap, {64, 128}},
+      {"v5.16 w4x2 overlap", "v5.12 + the overlap", &v5_w4x2_overlap, {64, 128}},
+      {"v5.17 w4 overlap", "v5.13 + the overlap", &v5_w4_overlap, {64, 128}},
   };
   return variants;
 }

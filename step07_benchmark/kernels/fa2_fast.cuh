@@ -31,6 +31,8 @@ struct FastOptions {
                                // each tile, which frees registers for larger tiles
   bool o_via_smem = false;     // stage O through shared memory for coalesced 16-byte stores
   bool causal_pairs = false;   // causal: a block does query tiles i and n-1-i (equal work per block)
+  bool overlap = false;        // S of tile j+1 is computed before the softmax of tile j, so the
+                               // tensor cores and the exp unit work at the same time
 };
 
 template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, FastOptions OPT = FastOptions{}>
@@ -48,10 +50,12 @@ struct FastConfig {
   static constexpr bool Q_IN_REGS = OPT.q_in_regs;
   static constexpr bool O_VIA_SMEM = OPT.o_via_smem;
   static constexpr bool CAUSAL_PAIRS = OPT.causal_pairs && CAUSAL_;
+  static constexpr bool OVERLAP = OPT.overlap;
+  static_assert(!OVERLAP || (STAGES == 2 && OPT.split_kv), "the overlapped loop needs split, double-buffered K/V");
   static constexpr int CHUNKS = D / 8;          // 16-byte chunks per row of Q, K, V
   // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
   // latency) while the accumulators fit, i.e. for head dims up to 64.
-  static constexpr int MIN_BLOCKS_PER_SM = (NUM_THREADS == 256 && D <= 64) ? 2 : 1;
+  static constexpr int MIN_BLOCKS_PER_SM = (NUM_THREADS == 256 && D <= 64 && !OPT.overlap) ? 2 : 1;
   static constexpr std::size_t smem_bytes =
       static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
@@ -118,259 +122,191 @@ __device__ __forceinline__ std::uint32_t addr_chunks_then_rows(const __nv_bfloat
   return smem_address(tile + tile_offset<Cfg>(row0 + (lane & 7) + 8 * (lane >> 4), chunk0 + ((lane >> 3) & 1)));
 }
 
-// One query tile of one (batch, head): the whole FlashAttention-2 forward for BLOCK_M rows.
+// ---- the pieces of the loop, per warp -------------------------------------------------------
+// Fragments of this warp's rows: S (and then P) is WARP_M x (BLOCK_N / 8) mma tiles of 16 x 8,
+// O is WARP_M x (D / 8) of them. Lane (g = lane / 4, c = 2 (lane % 4)) holds rows g and g + 8,
+// columns c and c + 1 of each tile.
 template <class Cfg>
-__device__ __forceinline__ void attend_query_tile(const FastParams& p, const int q_tile, const index_t bh,
-                                                  __nv_bfloat16* sQ, __nv_bfloat16* sK, __nv_bfloat16* sV) {
-  constexpr int D = Cfg::D, BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, WM = Cfg::WARP_M;
-  constexpr int N_TILES_S = BN / 8;  // 8-key column tiles of S
-  constexpr int N_TILES_O = D / 8;   // 8-wide column tiles of O
-  constexpr float kNegInf = -INFINITY;
+using ScoreFrags = float[Cfg::WARP_M][Cfg::BLOCK_N / 8][4];
+template <class Cfg>
+using QFrags = std::uint32_t[Cfg::Q_IN_REGS ? Cfg::WARP_M : 1][Cfg::Q_IN_REGS ? Cfg::D / 16 : 1][4];
 
-  const int lane = static_cast<int>(threadIdx.x) % 32;
-  const int warp = static_cast<int>(threadIdx.x) / 32;
-  const int q0 = q_tile * BM;                 // first query of the block
-  const int warp_row0 = warp * 16 * WM;       // this warp's first row inside the block
-  const int q0_warp = q0 + warp_row0;         // and its first query
-  const int g = lane / 4, c = 2 * (lane % 4);  // mma fragment coordinates
+template <class Cfg>
+struct RowState {
+  float o[Cfg::WARP_M][Cfg::D / 8][4];  // O accumulator, unnormalised, fp32
+  float m[Cfg::WARP_M][2];              // running max, in log2 units
+  float l[Cfg::WARP_M][2];              // this lane's share of the running sum
+};
 
-  const __nv_bfloat16* Qb = p.Q + bh * p.q_sb;
-  const __nv_bfloat16* Kb = p.K + bh * p.k_sb;
-  const __nv_bfloat16* Vb = p.V + bh * p.v_sb;
+struct WarpPlace {
+  int lane, warp_row0, q0_warp;  // lane; the warp's first row in the block, and its first query
+};
 
-  // Causal: keys after the block's last real query are invisible to all of it.
-  int n_tiles = (p.N_k + BN - 1) / BN;
-  if constexpr (Cfg::CAUSAL) {
-    const int last_query = min(q0 + BM, p.N_q) - 1;
-    n_tiles = min(n_tiles, last_query / BN + 1);
-  }
-
-  // Prologue. Split K/V: group 1 = Q and K_0, group 2 = V_0, so S can start before V_0 lands.
-  load_tile_async<Cfg, BM>(sQ, Qb, p.q_sn, q0, p.N_q);
-  load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, 0, p.N_k);
-  if constexpr (Cfg::SPLIT_KV) cp_async_commit();
-  load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, 0, p.N_k);
-  cp_async_commit();
-  if constexpr (!Cfg::SPLIT_KV) {
-    cp_async_wait<0>();
-    __syncthreads();
-  }
-
-  std::uint32_t qf[Cfg::Q_IN_REGS ? WM : 1][Cfg::Q_IN_REGS ? D / 16 : 1][4];
-
-  float o[WM][N_TILES_O][4];  // O accumulator, unnormalised, fp32
-  float m[WM][2], l[WM][2];   // running max (log2 units) and this thread's share of the running sum
+// S = Q K_j^T for the warp's rows, fp32, in registers.
+template <class Cfg>
+__device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
+                                               const __nv_bfloat16* sKj, const WarpPlace& w) {
+  constexpr int WM = Cfg::WARP_M;
 #pragma unroll
-  for (int mt = 0; mt < WM; ++mt) {
+  for (int mt = 0; mt < WM; ++mt)
 #pragma unroll
-    for (int t = 0; t < N_TILES_O; ++t) o[mt][t][0] = o[mt][t][1] = o[mt][t][2] = o[mt][t][3] = 0.0f;
-    m[mt][0] = m[mt][1] = kNegInf;
-    l[mt][0] = l[mt][1] = 0.0f;
-  }
-
-  for (int j = 0; j < n_tiles; ++j) {
-    const int stage = Cfg::STAGES == 2 ? (j & 1) : 0;
-    const bool has_next = j + 1 < n_tiles;
-    if constexpr (Cfg::SPLIT_KV) {
-      // K_j (with Q on the first tile) has landed; V_j may still be in flight. Every warp has
-      // finished tile j - 1, so the other K stage is free for K_{j+1}.
-      cp_async_wait<1>();
-      __syncthreads();
-      if (has_next) load_tile_async<Cfg, BN>(sK + (stage ^ 1) * BN * D, Kb, p.k_sn, (j + 1) * BN, p.N_k);
-      cp_async_commit();
-    } else if constexpr (Cfg::STAGES == 2) {
-      // The other stage held tile j - 1, which every warp finished before the barrier that
-      // ended the previous iteration: refill it with tile j + 1 while tile j computes.
-      if (has_next) {
-        load_tile_async<Cfg, BN>(sK + (stage ^ 1) * BN * D, Kb, p.k_sn, (j + 1) * BN, p.N_k);
-        load_tile_async<Cfg, BN>(sV + (stage ^ 1) * BN * D, Vb, p.v_sn, (j + 1) * BN, p.N_k);
-      }
-      cp_async_commit();
-    }
-    if constexpr (Cfg::Q_IN_REGS) {
-      if (j == 0) {
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
 #pragma unroll
-        for (int mt = 0; mt < WM; ++mt)
+  for (int kk = 0; kk < Cfg::D / 16; ++kk) {
+    std::uint32_t qa[WM][4];
 #pragma unroll
-          for (int kk = 0; kk < D / 16; ++kk)
-            ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, warp_row0 + mt * 16, 2 * kk, lane));
+    for (int mt = 0; mt < WM; ++mt) {
+      if constexpr (Cfg::Q_IN_REGS) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+      } else {
+        ldmatrix_x4(qa[mt], addr_rows_then_chunks<Cfg>(sQ, w.warp_row0 + mt * 16, 2 * kk, w.lane));
       }
     }
-    const __nv_bfloat16* sKj = sK + stage * BN * D;
-    const __nv_bfloat16* sVj = sV + stage * BN * D;
-    const int k0 = j * BN;
-
-    // A warp whose queries all come before this tile's first key has nothing to do here.
-    const bool warp_sees_tile = !Cfg::CAUSAL || k0 <= q0_warp + 16 * WM - 1;
-    float s[WM][N_TILES_S][4];
-    if (warp_sees_tile) {
-      // ---- S = Q K^T (fp32, in registers) ----
 #pragma unroll
-      for (int mt = 0; mt < WM; ++mt)
-#pragma unroll
-        for (int t = 0; t < N_TILES_S; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        std::uint32_t qa[WM][4];
-#pragma unroll
-        for (int mt = 0; mt < WM; ++mt) {
-          if constexpr (Cfg::Q_IN_REGS) {
-#pragma unroll
-            for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
-          } else {
-            ldmatrix_x4(qa[mt], addr_rows_then_chunks<Cfg>(sQ, warp_row0 + mt * 16, 2 * kk, lane));
-          }
-        }
-#pragma unroll
-        for (int nn = 0; nn < BN / 16; ++nn) {
-          std::uint32_t b[4];
-          ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, lane));
-#pragma unroll
-          for (int mt = 0; mt < WM; ++mt) {
-            mma_bf16_16816(s[mt][2 * nn], qa[mt], b[0], b[1]);
-            mma_bf16_16816(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
-          }
-        }
-      }
-
-      // ---- masks, only where a tile needs one ----
-      const bool ragged = k0 + BN > p.N_k;                          // the last tile, padded
-      const bool straddles = Cfg::CAUSAL && k0 + BN - 1 > q0_warp;  // crosses this warp's diagonal
-      if (ragged || straddles) {
-#pragma unroll
-        for (int mt = 0; mt < WM; ++mt)
-#pragma unroll
-          for (int t = 0; t < N_TILES_S; ++t)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int key = k0 + t * 8 + c + (e & 1);
-              const int query = q0_warp + mt * 16 + g + 8 * (e >> 1);
-              if (key >= p.N_k || (Cfg::CAUSAL && key > query)) s[mt][t][e] = kNegInf;
-            }
-      }
-
-      // ---- online softmax in log2 units: p = 2^(s * scale * log2 e - m) ----
+    for (int nn = 0; nn < Cfg::BLOCK_N / 16; ++nn) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, w.lane));
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
-        float row_max[2] = {kNegInf, kNegInf};
-#pragma unroll
-        for (int t = 0; t < N_TILES_S; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) row_max[e >> 1] = fmaxf(row_max[e >> 1], s[mt][t][e]);
-        float neg_m[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          // The four lanes of a quad hold one row between them.
-          row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
-          row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
-          const float m_new = fmaxf(m[mt][h], row_max[h] * p.scale_log2);
-          // A row that has seen only masked keys keeps m = -inf; use 0 so -inf - m is not NaN.
-          const float m_use = m_new == kNegInf ? 0.0f : m_new;
-          const float alpha = exp2_approx(m[mt][h] - m_use);  // 0 on the first tile
-          m[mt][h] = m_new;
-          l[mt][h] *= alpha;
-#pragma unroll
-          for (int t = 0; t < N_TILES_O; ++t) {
-            o[mt][t][2 * h] *= alpha;
-            o[mt][t][2 * h + 1] *= alpha;
-          }
-          neg_m[h] = -m_use;
-        }
-#pragma unroll
-        for (int t = 0; t < N_TILES_S; ++t)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float pr = exp2_approx(fmaf(s[mt][t][e], p.scale_log2, neg_m[e >> 1]));  // one FFMA, one EX2
-            s[mt][t][e] = pr;
-            l[mt][e >> 1] += pr;
-          }
-      }
-    }
-
-    if constexpr (Cfg::SPLIT_KV) {
-      // V_j has landed (only K_{j+1} may still be in flight); the other V stage held V_{j-1},
-      // finished before this iteration's first barrier.
-      cp_async_wait<1>();
-      __syncthreads();
-      if (has_next) load_tile_async<Cfg, BN>(sV + (stage ^ 1) * BN * D, Vb, p.v_sn, (j + 1) * BN, p.N_k);
-      cp_async_commit();
-    }
-
-    if (warp_sees_tile) {
-      // ---- O += P V: the S accumulators are already in the A-operand layout ----
-#pragma unroll
-      for (int kk = 0; kk < BN / 16; ++kk) {
-        std::uint32_t pa[WM][4];
-#pragma unroll
-        for (int mt = 0; mt < WM; ++mt) {
-          pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-          pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-          pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-          pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
-        }
-#pragma unroll
-        for (int dd = 0; dd < D / 16; ++dd) {
-          std::uint32_t b[4];
-          ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sVj, kk * 16, 2 * dd, lane));
-#pragma unroll
-          for (int mt = 0; mt < WM; ++mt) {
-            mma_bf16_16816(o[mt][2 * dd], pa[mt], b[0], b[1]);
-            mma_bf16_16816(o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
-          }
-        }
-      }
-    }
-
-    if constexpr (!Cfg::SPLIT_KV) {
-      if (has_next) {
-        if constexpr (Cfg::STAGES == 1) {
-          __syncthreads();  // everyone is done with the only stage
-          load_tile_async<Cfg, BN>(sK, Kb, p.k_sn, (j + 1) * BN, p.N_k);
-          load_tile_async<Cfg, BN>(sV, Vb, p.v_sn, (j + 1) * BN, p.N_k);
-          cp_async_commit();
-        }
-        cp_async_wait<0>();
-        __syncthreads();  // tile j + 1 is visible to all, and tile j is no longer read
+        mma_bf16_16816(s[mt][2 * nn], qa[mt], b[0], b[1]);
+        mma_bf16_16816(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
       }
     }
   }
-  cp_async_wait<0>();  // nothing may still be landing in shared memory when the block moves on
+}
 
-  // ---- epilogue: O / l once, L = ln 2 * (m + log2 l) ----
+// Keys past N_k (the padded last tile) and, when causal, keys after the query become -inf.
+// Only the tiles that need it pay for it.
+template <class Cfg>
+__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_k, const WarpPlace& w) {
+  const bool ragged = k0 + Cfg::BLOCK_N > N_k;
+  const bool straddles = Cfg::CAUSAL && k0 + Cfg::BLOCK_N - 1 > w.q0_warp;  // crosses this warp's diagonal
+  if (!ragged && !straddles) return;
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = k0 + t * 8 + c + (e & 1);
+        const int query = w.q0_warp + mt * 16 + g + 8 * (e >> 1);
+        if (key >= N_k || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
+      }
+}
+
+// The online softmax step in log2 units: m grows to cover the tile, O and l are rescaled by
+// alpha = 2^(m_old - m_new), and s becomes P = 2^(s * scale * log2 e - m) (one FFMA, one EX2).
+template <class Cfg>
+__device__ __forceinline__ void online_softmax(ScoreFrags<Cfg>& s, RowState<Cfg>& st, float scale_log2) {
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt) {
+    float row_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) row_max[e >> 1] = fmaxf(row_max[e >> 1], s[mt][t][e]);
+    float neg_m[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // The four lanes of a quad hold one row between them.
+      row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+      row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
+      const float m_new = fmaxf(st.m[mt][h], row_max[h] * scale_log2);
+      // A row that has seen only masked keys keeps m = -inf; use 0 so -inf - m is not NaN.
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = exp2_approx(st.m[mt][h] - m_use);  // 0 on the first tile
+      st.m[mt][h] = m_new;
+      st.l[mt][h] *= alpha;
+#pragma unroll
+      for (int t = 0; t < Cfg::D / 8; ++t) {
+        st.o[mt][t][2 * h] *= alpha;
+        st.o[mt][t][2 * h + 1] *= alpha;
+      }
+      neg_m[h] = -m_use;
+    }
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float pr = exp2_approx(fmaf(s[mt][t][e], scale_log2, neg_m[e >> 1]));
+        s[mt][t][e] = pr;
+        st.l[mt][e >> 1] += pr;
+      }
+  }
+}
+
+// O += P V_j. The S accumulators are already in the A-operand layout of the second mma:
+// two neighbouring 16x8 tiles of P make one 16x16 A fragment once packed to bf16.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const __nv_bfloat16* sVj,
+                                              int lane) {
+  constexpr int WM = Cfg::WARP_M;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_N / 16; ++kk) {
+    std::uint32_t pa[WM][4];
+#pragma unroll
+    for (int mt = 0; mt < WM; ++mt) {
+      pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+      pa[mt][1] = pack_bf16x2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+      pa[mt][2] = pack_bf16x2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+      pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dd = 0; dd < Cfg::D / 16; ++dd) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sVj, kk * 16, 2 * dd, lane));
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        mma_bf16_16816(st.o[mt][2 * dd], pa[mt], b[0], b[1]);
+        mma_bf16_16816(st.o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// O / l once and L = ln 2 * (m + log2 l), rows past N_q skipped. With O_VIA_SMEM the tile goes
+// through shared memory (sQ, no longer needed) and leaves in whole 16-byte chunks.
+template <class Cfg>
+__device__ __forceinline__ void write_output(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w, int q0,
+                                             index_t bh, __nv_bfloat16* sQ) {
   constexpr float kLn2 = 0.6931471805599453f;
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
   __nv_bfloat16* Ob = p.O + bh * p.o_sb;
   float* Lb = p.L + bh * p.l_sb;
   if constexpr (Cfg::O_VIA_SMEM) __syncthreads();  // sQ is about to hold O: every warp must be done reading Q
 #pragma unroll
-  for (int mt = 0; mt < WM; ++mt)
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float sum = l[mt][h];
+      float sum = st.l[mt][h];
       sum += __shfl_xor_sync(0xffffffffu, sum, 1);
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int row = warp_row0 + mt * 16 + g + 8 * h;  // inside the block
+      const int row = w.warp_row0 + mt * 16 + g + 8 * h;  // inside the block
       const int query = q0 + row;
       const float inv = 1.0f / sum;
       if constexpr (Cfg::O_VIA_SMEM) {
 #pragma unroll
-        for (int t = 0; t < N_TILES_O; ++t) {
+        for (int t = 0; t < Cfg::D / 8; ++t) {
           *reinterpret_cast<std::uint32_t*>(sQ + tile_offset<Cfg>(row, t) + c) =
-              pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
         }
       } else if (query < p.N_q) {
         __nv_bfloat16* out_row = Ob + static_cast<index_t>(query) * p.o_sn;
 #pragma unroll
-        for (int t = 0; t < N_TILES_O; ++t) {
+        for (int t = 0; t < Cfg::D / 8; ++t) {
           *reinterpret_cast<std::uint32_t*>(out_row + t * 8 + c) =
-              pack_bf16x2(o[mt][t][2 * h] * inv, o[mt][t][2 * h + 1] * inv);
+              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
         }
       }
-      if (query < p.N_q && (lane & 3) == 0) Lb[static_cast<index_t>(query) * p.l_sn] = (m[mt][h] + log2f(sum)) * kLn2;
+      if (query < p.N_q && (w.lane & 3) == 0) {
+        Lb[static_cast<index_t>(query) * p.l_sn] = (st.m[mt][h] + log2f(sum)) * kLn2;
+      }
     }
   if constexpr (Cfg::O_VIA_SMEM) {
     __syncthreads();
-    // Whole 16-byte chunks, neighbouring threads on neighbouring addresses.
-    constexpr int total = BM * Cfg::CHUNKS;
+    constexpr int total = Cfg::BLOCK_M * Cfg::CHUNKS;
 #pragma unroll
     for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
       const int r = i / Cfg::CHUNKS, ch = i % Cfg::CHUNKS;
@@ -380,6 +316,154 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
       }
     }
   }
+}
+
+// ---- one query tile of one (batch, head): the whole forward for BLOCK_M rows ----------------
+template <class Cfg>
+__device__ __forceinline__ void attend_query_tile(const FastParams& p, const int q_tile, const index_t bh,
+                                                  __nv_bfloat16* sQ, __nv_bfloat16* sK, __nv_bfloat16* sV) {
+  constexpr int D = Cfg::D, BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, WM = Cfg::WARP_M;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int q0 = q_tile * BM;
+  const WarpPlace w{lane, (static_cast<int>(threadIdx.x) / 32) * 16 * WM, q0 + (static_cast<int>(threadIdx.x) / 32) * 16 * WM};
+  const __nv_bfloat16* Qb = p.Q + bh * p.q_sb;
+  const __nv_bfloat16* Kb = p.K + bh * p.k_sb;
+  const __nv_bfloat16* Vb = p.V + bh * p.v_sb;
+  const auto K_stage = [&](int j) { return sK + (Cfg::STAGES == 2 ? (j & 1) : 0) * BN * D; };
+  const auto V_stage = [&](int j) { return sV + (Cfg::STAGES == 2 ? (j & 1) : 0) * BN * D; };
+  const auto load_K = [&](int j) { load_tile_async<Cfg, BN>(K_stage(j), Kb, p.k_sn, j * BN, p.N_k); };
+  const auto load_V = [&](int j) { load_tile_async<Cfg, BN>(V_stage(j), Vb, p.v_sn, j * BN, p.N_k); };
+  // A warp whose queries all come before a tile's first key has nothing to do with that tile.
+  const auto sees = [&](int j) { return !Cfg::CAUSAL || j * BN <= w.q0_warp + 16 * WM - 1; };
+
+  // Causal: keys after the block's last real query are invisible to all of it.
+  int n_tiles = (p.N_k + BN - 1) / BN;
+  if constexpr (Cfg::CAUSAL) n_tiles = min(n_tiles, (min(q0 + BM, p.N_q) - 1) / BN + 1);
+
+  RowState<Cfg> st;
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt) {
+#pragma unroll
+    for (int t = 0; t < D / 8; ++t) st.o[mt][t][0] = st.o[mt][t][1] = st.o[mt][t][2] = st.o[mt][t][3] = 0.0f;
+    st.m[mt][0] = st.m[mt][1] = -INFINITY;
+    st.l[mt][0] = st.l[mt][1] = 0.0f;
+  }
+  QFrags<Cfg> qf;
+  const auto load_q_fragments = [&] {
+    if constexpr (Cfg::Q_IN_REGS) {
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk)
+          ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, w.warp_row0 + mt * 16, 2 * kk, lane));
+    }
+  };
+
+  load_tile_async<Cfg, BM>(sQ, Qb, p.q_sn, q0, p.N_q);
+  if constexpr (Cfg::OVERLAP) {
+    // Groups in flight, oldest first: {Q, K_0}, {K_1}, {V_0}. S_0 is computed here; from then
+    // on, iteration j computes S_{j+1} before the softmax of tile j.
+    load_K(0);
+    cp_async_commit();
+    if (n_tiles > 1) load_K(1);
+    cp_async_commit();
+    load_V(0);
+    cp_async_commit();
+    cp_async_wait<2>();
+    __syncthreads();
+    load_q_fragments();
+    ScoreFrags<Cfg> s;
+    if (sees(0)) {
+      compute_scores<Cfg>(s, qf, sQ, K_stage(0), w);
+      mask_scores<Cfg>(s, 0, p.N_k, w);
+    }
+    for (int j = 0; j < n_tiles; ++j) {
+      const bool has_next = j + 1 < n_tiles;
+      // K_{j+1} has landed (only V_j may still be in flight); K_j's stage was last read when
+      // S_j was computed, before this barrier: it takes K_{j+2}.
+      cp_async_wait<1>();
+      __syncthreads();
+      if (j + 2 < n_tiles) load_K(j + 2);
+      cp_async_commit();
+      ScoreFrags<Cfg> s_next;
+      if (has_next && sees(j + 1)) {  // independent of the softmax below: the two overlap
+        compute_scores<Cfg>(s_next, qf, sQ, K_stage(j + 1), w);
+        mask_scores<Cfg>(s_next, (j + 1) * BN, p.N_k, w);
+      }
+      if (sees(j)) online_softmax<Cfg>(s, st, p.scale_log2);
+      // V_j has landed (only K_{j+2} may still be in flight); V_{j-1}'s stage is free.
+      cp_async_wait<1>();
+      __syncthreads();
+      if (has_next) load_V(j + 1);
+      cp_async_commit();
+      if (sees(j)) accumulate_pv<Cfg>(st, s, V_stage(j), lane);
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+        for (int t = 0; t < BN / 8; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[mt][t][e] = s_next[mt][t][e];
+    }
+  } else {
+    // Groups: {Q, K_0} and {V_0} (split waits), or one group for all three.
+    load_K(0);
+    if constexpr (Cfg::SPLIT_KV) cp_async_commit();
+    load_V(0);
+    cp_async_commit();
+    if constexpr (!Cfg::SPLIT_KV) {
+      cp_async_wait<0>();
+      __syncthreads();
+    }
+    for (int j = 0; j < n_tiles; ++j) {
+      const bool has_next = j + 1 < n_tiles;
+      if constexpr (Cfg::SPLIT_KV) {
+        // K_j (with Q on the first tile) has landed; V_j may still be in flight. Every warp
+        // has finished tile j - 1, so the other K stage is free for K_{j+1}.
+        cp_async_wait<1>();
+        __syncthreads();
+        if (has_next) load_K(j + 1);
+        cp_async_commit();
+      } else if constexpr (Cfg::STAGES == 2) {
+        // The other stage held tile j - 1, finished by every warp before the barrier that
+        // ended the previous iteration: it takes tile j + 1 while tile j computes.
+        if (has_next) {
+          load_K(j + 1);
+          load_V(j + 1);
+        }
+        cp_async_commit();
+      }
+      if (j == 0) load_q_fragments();
+      ScoreFrags<Cfg> s;
+      if (sees(j)) {
+        compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
+        mask_scores<Cfg>(s, j * BN, p.N_k, w);
+        online_softmax<Cfg>(s, st, p.scale_log2);
+      }
+      if constexpr (Cfg::SPLIT_KV) {
+        // V_j has landed (only K_{j+1} may still be in flight); the other V stage held V_{j-1},
+        // finished before this iteration's first barrier.
+        cp_async_wait<1>();
+        __syncthreads();
+        if (has_next) load_V(j + 1);
+        cp_async_commit();
+      }
+      if (sees(j)) accumulate_pv<Cfg>(st, s, V_stage(j), lane);
+      if constexpr (!Cfg::SPLIT_KV) {
+        if (has_next) {
+          if constexpr (Cfg::STAGES == 1) {
+            __syncthreads();  // everyone is done with the only stage
+            load_K(j + 1);
+            load_V(j + 1);
+            cp_async_commit();
+          }
+          cp_async_wait<0>();
+          __syncthreads();  // tile j + 1 is visible to all, and tile j is no longer read
+        }
+      }
+    }
+  }
+  cp_async_wait<0>();  // nothing may still be landing in shared memory when the block moves on
+  write_output<Cfg>(p, st, w, q0, bh, sQ);
 }
 
 template <class Cfg>

@@ -79,5 +79,7 @@ inline constexpr FastOptions kPairs{.causal_pairs = true};
 inline constexpr FastOptions kQInSmem{.q_in_regs = false};
 inline constexpr FastOptions kOPairs{.o_via_smem = true, .causal_pairs = true};
 inline constexpr FastOptions kAll{.q_in_regs = false, .o_via_smem = true, .causal_pairs = true};
+inline constexpr FastOptions kOPairsOverlap{.o_via_smem = true, .causal_pairs = true, .overlap = true};
+inline constexpr FastOptions kAllOverlap{.q_in_regs = false, .o_via_smem = true, .causal_pairs = true, .overlap = true};
 
 }  // namespace fa2::fast
