@@ -45,7 +45,7 @@ struct OnlineSoftmaxState {
   // and exactly 0 for the first unmasked score, because exp(-inf) is exactly 0.
   T update(T x) {
     if (x == minus_inf<T>) return T{1};  // a masked score adds exp(-inf) = 0: nothing moves
-    // BEGIN SOLUTION step01
+    // BEGIN SOLUTION step01: the online update, grow m to cover x, rescale l by exp(m_old - m_new), add exp(x - m_new)
     const T m_new = std::max(m, x);
     const T alpha = std::exp(m - m_new);    // re-expresses the old sum relative to m_new
     l = alpha * l + std::exp(x - m_new);
@@ -61,7 +61,7 @@ struct OnlineSoftmaxState {
   static OnlineSoftmaxState combine(const OnlineSoftmaxState& a, const OnlineSoftmaxState& b) {
     if (a.empty()) return b;  // also the case of two empty states: the result stays empty
     if (b.empty()) return a;
-    // BEGIN SOLUTION step01
+    // BEGIN SOLUTION step01: combine two partial states, both sums moved to the larger maximum
     const T m_ab = std::max(a.m, b.m);
     return {m_ab, a.l * std::exp(a.m - m_ab) + b.l * std::exp(b.m - m_ab)};
     // END SOLUTION step01

@@ -105,7 +105,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
         if (options.causal) mask_future_keys(S_ij, q_start, k_start);
         const Vector<A> m_old = m_i;  // (q_rows)
         Vector<A> alpha(q_rows);      // (q_rows) rescale factor for the old l_i and O_i
-        // BEGIN SOLUTION step02
+        // BEGIN SOLUTION step02: one key tile of the online softmax, new max, alpha, P, then l and O rescaled and updated
         const Vector<A> m_new = m_old.cwiseMax(S_ij.rowwise().maxCoeff());  // (q_rows)
         alpha = exp_of(m_old - m_new);                                        // exactly 0 on the first tile
         const RowMatrix<A> P_ij = exp_of(S_ij.colwise() - m_new);             // (q_rows, k_cols)
@@ -119,7 +119,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
       // Every key tile is in: divide by l once (FA1 re-normalised after every tile), and
       // keep L = m + log(l) for the backward pass.
       for (index_t r = 0; r < q_rows; ++r) {
-        // BEGIN SOLUTION step02
+        // BEGIN SOLUTION step02: normalise O by l once and store L = m + log(l)
         for (index_t d = 0; d < Dv; ++d) out.O(b, q_start + r, d) = convert<T>(O_i(r, d) / l_i(r));
         out.L(b, q_start + r) = m_i(r) + std::log(l_i(r));
         // END SOLUTION step02

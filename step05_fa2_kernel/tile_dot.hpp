@@ -62,6 +62,7 @@ Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram&, const Tile<TA, Block
                                         const Tile<TB, Block<N, K>, PB>& B, Stage&) {
   check_dot_operands<TA, TB>();
   Frag<float, RowLayout<M, N, 1>> S;
+  // BEGIN SOLUTION step05: S(m, n) = sum over k of A(m, k) B(n, k), on the operands the tensor cores see uses(A, B)
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float acc = 0.0f;
@@ -69,6 +70,7 @@ Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram&, const Tile<TA, Block
       S.v[m][n] = acc;
     }
   }
+  // END SOLUTION step05
   return S;
 }
 
@@ -78,6 +80,7 @@ Frag<float, RowLayout<M, N, 1>> dot(const HostProgram&, const Frag<TA, RowLayout
                                     Stage&) {
   check_dot_operands<TA, TB>();
   Frag<float, RowLayout<M, N, 1>> out;
+  // BEGIN SOLUTION step05: out(m, n) = acc(m, n) + sum over k of A(m, k) B(k, n) uses(A, B, acc)
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float sum = 0.0f;
@@ -85,6 +88,7 @@ Frag<float, RowLayout<M, N, 1>> dot(const HostProgram&, const Frag<TA, RowLayout
       out.v[m][n] = acc.v[m][n] + sum;
     }
   }
+  // END SOLUTION step05
   return out;
 }
 

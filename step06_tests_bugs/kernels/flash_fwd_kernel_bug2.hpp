@@ -69,9 +69,11 @@ struct FlashFwdKernel {
     for (index_t j = 0; j < cdiv<index_t>(p.N_KEYS, K_TILE); ++j) {
       const auto k_pos = col_positions<Scores>(prog, j * K_TILE);  // (1, K_TILE)
 
+      // BEGIN SOLUTION step05: load K_j and V_j into shared memory, then wait for the whole block uses(prog, K_ptr, V_ptr, smem)
       load(prog, K_ptr, smem.K_j, boundary_check<0, 1>, Padding::zero);
       load(prog, V_ptr, smem.V_j, boundary_check<0, 1>, Padding::zero);
       prog.sync();
+      // END SOLUTION step05
 
       auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
 
@@ -98,8 +100,10 @@ struct FlashFwdKernel {
       O_acc = dot(prog, P_ij_v, smem.V_j, alpha * O_acc, smem.stage);
       m_i = m_new;
 
+      // BEGIN SOLUTION step05: move K_ptr and V_ptr down to the next key tile
       K_ptr = K_ptr.advance({K_TILE, 0});
       V_ptr = V_ptr.advance({K_TILE, 0});
+      // END SOLUTION step05
     }
 
     // Normalise once, store O in the input dtype and L = m + log(l) in float32; rows past

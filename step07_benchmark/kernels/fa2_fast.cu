@@ -45,13 +45,16 @@ std::string unsupported_reason(const FlashFwdArgs& a) {
 }
 
 void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
-  // The configurations chosen from the sweep in step07's README: 128 query rows per block in
-  // 4 warps of 32 rows, 64-key tiles; at head dim 128 the O accumulator is twice as large and
-  // 32 rows per warp no longer fit in the registers, so 64-row blocks of 4 warps.
-  if (args.q_shape[2] == 128) {
-    launch_config<1, 4, 64, kOPairs, 128>(args, stream);
+  // The configurations chosen from the sweep (step07's README, run of 2026-11-29 on the H200):
+  //   head dim <= 64, not causal   v5.4: 128 rows in 4 warps of 32, Q in registers, one K/V wait
+  //   head dim <= 64, causal       v5.11: the same + O through shared memory + paired query tiles
+  //   head dim 128, not causal     v5.8: Q re-read from shared memory (O needs the registers)
+  //   head dim 128, causal         v5.14: 8 warps of 16 rows, O through shared memory, pairs
+  const bool wide = args.q_shape[2] == 128;
+  if (!args.causal) {
+    wide ? launch_config<2, 4, 64, kQInSmem, 128>(args, stream) : launch_config<2, 4, 64, kJointWait, 32, 64>(args, stream);
   } else {
-    launch_config<2, 4, 64, kOPairs, 32, 64>(args, stream);
+    wide ? launch_config<1, 8, 64, kOPairs, 128>(args, stream) : launch_config<2, 4, 64, kOPairs, 32, 64>(args, stream);
   }
 }
 
