@@ -15,6 +15,20 @@ build=build/sm90
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
+# The device tool brings back at most 8 files: everything goes into one archive, and the few
+# files worth reading at once stay beside it.
+pack() {  # archive-name keep-file...
+  local name=$1; shift
+  local keep=("$@")
+  (cd "$out" && tar czf "../$name.tgz" . && mv "../$name.tgz" . ) 2>/dev/null
+  for f in "$out"/*; do
+    local base; base=$(basename "$f")
+    [ "$base" = "$name.tgz" ] && continue
+    local k; local wanted=0
+    for k in "${keep[@]}"; do [ "$base" = "$k" ] && wanted=1; done
+    [ $wanted = 1 ] || rm -rf "$f"
+  done
+}
 
 if [ "$phase" = "build-test" ]; then
   {
@@ -47,6 +61,7 @@ if [ "$phase" = "build-test" ]; then
   san step04_racecheck racecheck step04_weighted_sum/step04_gpu_tests
   san step05_racecheck racecheck step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*"
   san step07v_racecheck racecheck step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+  pack build_test ctest.log env.txt
   exit $ctest_rc
 fi
 
@@ -76,6 +91,7 @@ if [ "$phase" = "bench" ]; then
   prof step05_16x16 "FlashFwdKernel" --impl=ours16
   prof ladder_v4 "LadderKernel" --impl=v4
   prof fast_v5 "fast_fwd_kernel" --impl=v5
+  pack bench step07_log.txt step07_results.csv step07_tflops_d64.svg step07_tflops_d128.svg sass_counts.txt
   exit $bench_rc
 fi
 if [ "$phase" = "round" ]; then
