@@ -20,7 +20,7 @@ log() { echo "[$(date +%H:%M:%S)] $*"; }
 pack() {  # archive-name keep-file...
   local name=$1; shift
   local keep=("$@")
-  (cd "$out" && tar czf "../$name.tgz" . && mv "../$name.tgz" . ) 2>/dev/null
+  tar czf "/tmp/$name.tgz" -C "$out" . && mv "/tmp/$name.tgz" "$out/"
   for f in "$out"/*; do
     local base; base=$(basename "$f")
     [ "$base" = "$name.tgz" ] && continue
