@@ -274,6 +274,81 @@ std::string to_csv(const std::vector<Measurement>& all, const std::string& gpu) 
   return out;
 }
 
+namespace {
+
+// Splits one CSV line into fields, honouring double-quoted fields ("" is a quote inside one).
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        fields.back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        fields.back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      fields.emplace_back();
+    } else {
+      fields.back() += ch;
+    }
+  }
+  return fields;
+}
+
+Status status_from_string(const std::string& text) {
+  for (Status s : {Status::ok, Status::failed, Status::unsupported, Status::unavailable, Status::skipped, Status::error,
+                   Status::quoted}) {
+    if (to_string(s) == text) return s;
+  }
+  throw std::invalid_argument("unknown status '" + text + "'");
+}
+
+}  // namespace
+
+std::vector<Measurement> from_csv(const std::string& text) {
+  std::vector<Measurement> out;
+  std::size_t start = 0;
+  int line_no = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (++line_no == 1 || line.empty()) continue;  // the header
+    const auto f = split_csv_line(line);
+    if (f.size() != 21) {
+      throw std::invalid_argument("CSV line " + std::to_string(line_no) + ": expected 21 fields, got " +
+                                  std::to_string(f.size()));
+    }
+    try {
+      Measurement m;
+      m.key = f[1];
+      m.name = f[2];
+      m.problem.B = std::stoi(f[3]);
+      m.problem.H = std::stoi(f[4]);
+      m.problem.N = std::stoi(f[5]);
+      m.problem.D = std::stoi(f[6]);
+      m.problem.causal = f[7] == "true";
+      m.status = status_from_string(f[8]);
+      if (!f[9].empty()) m.ms.median = std::stod(f[9]);
+      if (!f[14].empty()) m.tflops = std::stod(f[14]);
+      m.backend = f[19];
+      m.note = f[20];
+      out.push_back(std::move(m));
+    } catch (const std::logic_error& e) {
+      throw std::invalid_argument("CSV line " + std::to_string(line_no) + ": " + e.what());
+    }
+  }
+  return out;
+}
+
 svg::Chart tflops_chart(const std::vector<Measurement>& all, const std::vector<ChartSeries>& series, int D,
                         const std::string& subtitle) {
   svg::Chart chart;

@@ -91,6 +91,9 @@ std::string csv_escape(const std::string& field);
 std::string csv_header();
 std::string csv_row(const Measurement& m, const std::string& gpu);
 std::string to_csv(const std::vector<Measurement>& all, const std::string& gpu);
+// Reads back what to_csv wrote: key, name, problem, status, median ms and TFLOP/s (what the
+// plots need). Throws std::invalid_argument naming the line of a malformed row.
+std::vector<Measurement> from_csv(const std::string& text);
 
 struct ChartSeries {
   std::string key;

@@ -405,3 +405,31 @@ TEST_SUITE("svg") {
     CHECK(svg::palette(0) == svg::palette(10));
   }
 }
+
+TEST_SUITE("report") {
+  TEST_CASE("the CSV reads back what it wrote for the fields the plots use") {
+    fa2::bench::Measurement m;
+    m.key = "v5";
+    m.name = "v5 fast, \"tuned\", 128x64";
+    m.problem.N = 4096;
+    m.problem.D = 128;
+    m.problem.causal = true;
+    m.ms.median = 0.5;
+    m.tflops = 235.25;
+    fa2::bench::Measurement n = m;
+    n.key = "sdpa";
+    n.status = fa2::bench::Status::unavailable;
+    n.note = "refused, no fallback";
+    const auto back = fa2::bench::from_csv(fa2::bench::to_csv({m, n}, "NVIDIA H200"));
+    REQUIRE(back.size() == 2);
+    CHECK(back[0].key == "v5");
+    CHECK(back[0].name == m.name);
+    CHECK(back[0].problem.N == 4096);
+    CHECK(back[0].problem.D == 128);
+    CHECK(back[0].problem.causal);
+    CHECK(back[0].tflops == doctest::Approx(235.25));
+    CHECK(back[1].status == fa2::bench::Status::unavailable);
+    CHECK(back[1].note == "refused, no fallback");
+    CHECK_THROWS_AS(fa2::bench::from_csv("header\na,b,c\n"), std::invalid_argument);
+  }
+}
