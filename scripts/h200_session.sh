@@ -3,6 +3,7 @@
 #   scripts/h200_session.sh build-test [OUT]   configure (sm90 + Torch), build all, every test with
 #                                              FA2_REQUIRE_GPU=1, compute-sanitizer memcheck/racecheck
 #   scripts/h200_session.sh bench [OUT]        step07_bench full sweep, ncu on the key kernels, SASS check
+#   scripts/h200_session.sh sanitize [OUT]     build, every test, then compute-sanitizer over whole GPU suites
 #   scripts/h200_session.sh round [OUT]        one tuning round: build, GPU tests of steps 5-7, sanitizers
 #                                              on the new kernels, a focused benchmark (STEP07_ARGS)
 # Logs and results land in OUT (default ./h200_out). Needs a GPU; not part of CI.
@@ -94,6 +95,29 @@ if [ "$phase" = "bench" ]; then
   pack bench step07_log.txt step07_results.csv step07_tflops_d64.svg step07_tflops_d128.svg sass_counts.txt
   exit $bench_rc
 fi
+if [ "$phase" = "sanitize" ]; then
+  log "configure + build"
+  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
+  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
+  log "ctest (FA2_REQUIRE_GPU=1)"
+  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 --timeout 900 > "$out/ctest.log" 2>&1
+  ctest_rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$out/ctest.log" | tail -n 20
+  log "compute-sanitizer over whole suites"
+  san() {  # name tool seconds binary [doctest filters...]
+    local name=$1 tool=$2 secs=$3 bin=$4; shift 4
+    FA2_REQUIRE_GPU=1 timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
+    echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
+  }
+  san step05_race racecheck 150 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
+  san step06_mem memcheck 120 step06_tests_bugs/step06_gpu_tests
+  san step06_race racecheck 150 step06_tests_bugs/step06_gpu_tests "-tce=*article*"
+  san step07v_mem memcheck 150 step07_benchmark/step07_variant_gpu_tests
+  san common_mem memcheck 60 common/common_gpu_tests
+  pack sanitize ctest.log
+  exit $ctest_rc
+fi
+
 if [ "$phase" = "round" ]; then
   log "configure + build"
   cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
