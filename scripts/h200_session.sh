@@ -109,11 +109,10 @@ if [ "$phase" = "sanitize" ]; then
     FA2_REQUIRE_GPU=1 timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
     echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
   }
-  san step05_race racecheck 150 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
-  san step06_mem memcheck 120 step06_tests_bugs/step06_gpu_tests
-  san step06_race racecheck 150 step06_tests_bugs/step06_gpu_tests "-tce=*article*"
-  san step07v_mem memcheck 150 step07_benchmark/step07_variant_gpu_tests
-  san common_mem memcheck 60 common/common_gpu_tests
+  san step05_race racecheck 120 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
+  san step06_mem memcheck 100 step06_tests_bugs/step06_gpu_tests
+  san step07v_mem memcheck 120 step07_benchmark/step07_variant_gpu_tests
+  san common_mem memcheck 30 common/common_gpu_tests
   pack sanitize ctest.log
   exit $ctest_rc
 fi
