@@ -16,6 +16,22 @@ build=build/sm90
 torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
 
 log() { echo "[$(date +%H:%M:%S)] $*"; }
+configure_and_build() {
+  log "configure + build"
+  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
+  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
+}
+gpu_ctest() {  # extra ctest arguments
+  log "ctest (FA2_REQUIRE_GPU=1) $*"
+  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 --timeout 900 "$@" > "$out/ctest.log" 2>&1
+  ctest_rc=$?
+  grep -E "tests passed|Failed|\*\*\*" "$out/ctest.log" | tail -n 20
+}
+san() {  # name tool seconds binary [doctest filters...]
+  local name=$1 tool=$2 secs=$3 bin=$4; shift 4
+  FA2_REQUIRE_GPU=1 timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
+  echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
+}
 # The device tool brings back at most 8 files: everything goes into one archive, and the few
 # files worth reading at once stay beside it.
 pack() {  # archive-name keep-file...
@@ -39,29 +55,17 @@ if [ "$phase" = "build-test" ]; then
     python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
   } > "$out/env.txt" 2>&1
   cat "$out/env.txt"
-  log "configure"
-  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
-  grep -iE "torch|cuda" "$out/configure.log" | head -n 5
-  log "build"
-  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
-  log "ctest (FA2_REQUIRE_GPU=1)"
-  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 --timeout 900 > "$out/ctest.log" 2>&1
-  ctest_rc=$?
-  grep -E "tests passed|Failed|\*\*\*|Not Run|Skipped" "$out/ctest.log" | tail -n 30
+  configure_and_build
+  gpu_ctest
   log "compute-sanitizer"
-  san() {  # name tool binary [doctest filters...]
-    local name=$1 tool=$2 bin=$3; shift 3
-    FA2_REQUIRE_GPU=1 timeout 300 compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
-    echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
-  }
-  san step04_memcheck memcheck step04_weighted_sum/step04_gpu_tests
-  san step05_memcheck memcheck step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
-  san step06_memcheck memcheck step06_tests_bugs/step06_gpu_tests "-tc=*padded keys vote*,*harness*"
-  san step07_memcheck memcheck step07_benchmark/step07_gpu_tests
-  san step07v_memcheck memcheck step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*,GPU: ladder variants handle*"
-  san step04_racecheck racecheck step04_weighted_sum/step04_gpu_tests
-  san step05_racecheck racecheck step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*"
-  san step07v_racecheck racecheck step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+  san step04_memcheck memcheck 300 step04_weighted_sum/step04_gpu_tests
+  san step05_memcheck memcheck 300 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
+  san step06_memcheck memcheck 300 step06_tests_bugs/step06_gpu_tests "-tc=*padded keys vote*,*harness*"
+  san step07_memcheck memcheck 300 step07_benchmark/step07_gpu_tests
+  san step07v_memcheck memcheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*,GPU: ladder variants handle*"
+  san step04_racecheck racecheck 300 step04_weighted_sum/step04_gpu_tests
+  san step05_racecheck racecheck 300 step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*"
+  san step07v_racecheck racecheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   pack build_test ctest.log env.txt
   exit $ctest_rc
 fi
@@ -96,19 +100,9 @@ if [ "$phase" = "bench" ]; then
   exit $bench_rc
 fi
 if [ "$phase" = "sanitize" ]; then
-  log "configure + build"
-  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
-  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
-  log "ctest (FA2_REQUIRE_GPU=1)"
-  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 --timeout 900 > "$out/ctest.log" 2>&1
-  ctest_rc=$?
-  grep -E "tests passed|Failed|\*\*\*" "$out/ctest.log" | tail -n 20
+  configure_and_build
+  gpu_ctest
   log "compute-sanitizer over whole suites"
-  san() {  # name tool seconds binary [doctest filters...]
-    local name=$1 tool=$2 secs=$3 bin=$4; shift 4
-    FA2_REQUIRE_GPU=1 timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" > "$out/san_${name}.log" 2>&1
-    echo "  $name ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_${name}.log" | tail -n 1) | $(grep -E "test cases:" "$out/san_${name}.log" | tail -n 1)"
-  }
   san step05_race racecheck 120 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*"
   san step06_mem memcheck 100 step06_tests_bugs/step06_gpu_tests
   san step07v_mem memcheck 120 step07_benchmark/step07_variant_gpu_tests
@@ -118,21 +112,12 @@ if [ "$phase" = "sanitize" ]; then
 fi
 
 if [ "$phase" = "round" ]; then
-  log "configure + build"
-  cmake --preset sm90 -DCMAKE_PREFIX_PATH="$torch_prefix" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
-  cmake --build --preset sm90 -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
-  log "GPU tests of steps 5-7 (FA2_REQUIRE_GPU=1)"
-  FA2_REQUIRE_GPU=1 ctest --preset sm90 -j 8 -L "step05|step06|step07" --timeout 900 > "$out/ctest.log" 2>&1
-  ctest_rc=$?
-  grep -E "tests passed|Failed|\*\*\*" "$out/ctest.log" | tail -n 20
+  configure_and_build
+  gpu_ctest -L "step05|step06|step07"
   log "compute-sanitizer on the changed kernels"
   for tool in memcheck racecheck; do
-    FA2_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 99 \
-      $build/step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*" > "$out/san_fast_$tool.log" 2>&1
-    echo "  fast kernels ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_fast_$tool.log" | tail -n 1)"
-    FA2_REQUIRE_GPU=1 timeout 240 compute-sanitizer --tool $tool --error-exitcode 99 \
-      $build/step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*,GPU: strided*" > "$out/san_step05_$tool.log" 2>&1
-    echo "  step05 ($tool): rc=$? | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/san_step05_$tool.log" | tail -n 1)"
+    san "fast_$tool" $tool 240 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+    san "step05_$tool" $tool 240 step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*,GPU: strided*"
   done
   log "benchmark: ${STEP07_ARGS:-}"
   # shellcheck disable=SC2086
@@ -140,7 +125,7 @@ if [ "$phase" = "round" ]; then
   bench_rc=$?
   sed -n '/^not timed:/,/^$/p' "$out/step07_log.txt" | head -n 20
   sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt"
-  (cd "$out" && tar czf logs.tgz --exclude=logs.tgz ./*.log ./*.txt 2>/dev/null)
+  pack round step07_log.txt ctest.log
   exit $(( ctest_rc != 0 ? ctest_rc : bench_rc ))
 fi
 echo "unknown phase $phase"; exit 2
