@@ -41,7 +41,6 @@ struct Wmma<float> {
   }
 };
 
-using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 template <class T>
 using AccumulatorFor = wmma::fragment<wmma::accumulator, 16, 16, Wmma<T>::K, float>;
 

@@ -3,6 +3,7 @@
 // checks O and L against the float64 reference.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <functional>
 #include <optional>
@@ -43,13 +44,23 @@ constexpr Tolerance flash_tolerance() {
   return std::is_same_v<T, float> ? Tolerance{1e-2, 1e-2} : Tolerance{2e-2, 2e-2};
 }
 
-struct FlashInputs {
-  std::uint64_t seed;
-};
-
 template <class T>
 using FlashRunner = std::function<FlashOutputs<T>(TensorView<const T, 3>, TensorView<const T, 3>,
                                                   TensorView<const T, 3>, bool)>;
+
+// Runs any launcher with flash_fwd_host's signature on host tensors (step05, step06's
+// variants, step07's ladder). The GPU twin is gpu_runner in flash_test_support_cuda.hpp.
+template <class T>
+FlashRunner<T> host_runner(HostLaunchFn launch) {
+  return [launch](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return run_with_host_tensors<T>(launch, Q, K, V, causal);
+  };
+}
+
+// Whether a kernel built for `head_dims` takes head dim D (an empty list takes every one).
+inline bool takes_head_dim(const std::vector<int>& head_dims, index_t D) {
+  return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), static_cast<int>(D)) != head_dims.end();
+}
 
 // Result of one comparison, for tests that expect a failure (step06).
 struct FlashCheck {
@@ -75,10 +86,12 @@ FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, b
   return c;
 }
 
-// The article's matrix for one dtype: every shape, non-causal, and causal for square shapes.
+// The article's matrix for one dtype: every shape, non-causal, and causal for square shapes
+// (only the shapes whose head dim the kernel is built for, when `head_dims` is given).
 template <class T>
-void check_article_matrix(const FlashRunner<T>& run) {
+void check_article_matrix(const FlashRunner<T>& run, const std::vector<int>& head_dims = {}) {
   for (const auto& shape : article_shapes()) {
+    if (!takes_head_dim(head_dims, shape.D)) continue;
     for (bool causal : {false, true}) {
       if (causal && shape.N_q != shape.N_k) continue;  // the article keeps causal cases square
       const auto c = run_and_compare<T>(run, shape, causal);

@@ -7,27 +7,16 @@
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/gpu.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
-#include "step05_fa2_kernel/tests/flash_test_support.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 
 using fa2::index_t;
 using fa2::Tensor;
 using fa2::TensorView;
 
-namespace {
-
-template <class T>
-fa2::testing::FlashRunner<T> gpu_runner() {
-  return [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
-    return fa2::flash_attention_cuda<T>(Q, K, V, causal);
-  };
-}
-
-}  // namespace
-
 TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("GPU: the article's shapes match the reference for O and L", T, float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
-    fa2::testing::check_article_matrix<T>(gpu_runner<T>());
+    fa2::testing::check_article_matrix<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda));
   }
 
   TEST_CASE_TEMPLATE("GPU: causal attention with N_q != N_k and every head dim", T, float, fa2::bf16) {
@@ -35,7 +24,7 @@ TEST_SUITE("gpu") {
     for (index_t D : {16, 32, 64, 128}) {
       for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 37, 53, D}, {1, 100, 30, D}, {3, 1, 1, D}}) {
         for (bool causal : {false, true}) {
-          const auto c = fa2::testing::run_and_compare<T>(gpu_runner<T>(), shape, causal);
+          const auto c = fa2::testing::run_and_compare<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda), shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());
           CHECK_MESSAGE(c.L.ok, c.L.summary());
         }

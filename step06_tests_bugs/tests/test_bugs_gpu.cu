@@ -1,6 +1,7 @@
 // step06 on the GPU: the same stories as test_bugs_host.cpp, with the variants' CUDA launches.
 // Skipped (with the reason) where there is no GPU; FA2_REQUIRE_GPU=1 makes that a failure.
 #include "common/cuda/gpu.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 #include "step06_tests_bugs/tests/bug_stories.hpp"
 #include "step06_tests_bugs/variants_cuda.hpp"
 
@@ -11,9 +12,7 @@ namespace {
 
 template <class T>
 FlashRunner<T> gpu_runner(Variant v) {
-  const auto launch = fa2::variants::cuda_launcher(v);
-  return [launch](fa2::TensorView<const T, 3> Q, fa2::TensorView<const T, 3> K, fa2::TensorView<const T, 3> V,
-                  bool causal) { return fa2::run_with_device_tensors<T>(launch, Q, K, V, causal); };
+  return fa2::testing::gpu_runner<T>(fa2::variants::cuda_launcher(v));
 }
 
 }  // namespace

@@ -9,9 +9,7 @@ namespace {
 
 template <class T>
 FlashRunner<T> host_runner(Variant v) {
-  const auto launch = fa2::variants::host_launcher(v);
-  return [launch](fa2::TensorView<const T, 3> Q, fa2::TensorView<const T, 3> K, fa2::TensorView<const T, 3> V,
-                  bool causal) { return fa2::run_with_host_tensors<T>(launch, Q, K, V, causal); };
+  return fa2::testing::host_runner<T>(fa2::variants::host_launcher(v));
 }
 
 }  // namespace

@@ -1,22 +1,17 @@
 // Every kernel variant the benchmark times, on the GPU, against the float64 reference: the
 // ladder (v2-v4, float32 and bf16) and the fast kernel's configurations (v5, bf16). A variant
 // that fails here is wrong, whatever its speed.
-#include <algorithm>
 #include <stdexcept>
 
 #include "common/cuda/gpu.hpp"
-#include "step05_fa2_kernel/tests/flash_test_support.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 #include "step07_benchmark/kernels/fa2_fast.hpp"
 #include "step07_benchmark/kernels/ladder.hpp"
 #include "step07_benchmark/kernels/ladder_cuda.hpp"
 
-namespace {
+using fa2::testing::gpu_runner;
 
-template <class T>
-fa2::testing::FlashRunner<T> gpu_runner(fa2::CudaLaunchFn launch) {
-  return [launch](fa2::TensorView<const T, 3> Q, fa2::TensorView<const T, 3> K, fa2::TensorView<const T, 3> V,
-                  bool causal) { return fa2::run_with_device_tensors<T>(launch, Q, K, V, causal); };
-}
+namespace {
 
 // Shapes beyond the article's: causal with N_q != N_k (both ways), lengths that are not
 // multiples of the 64 and 128 tiles, a single query, one key, and every supported head dim.
@@ -27,26 +22,9 @@ const std::vector<fa2::testing::FlashShape>& extra_shapes() {
   return shapes;
 }
 
-bool built_for(const std::vector<int>& head_dims, fa2::index_t D) {
-  return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), static_cast<int>(D)) != head_dims.end();
-}
-
-// The article's test file (bf16) restricted to the head dims a configuration is built for.
-void check_article_bf16(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vector<int>& head_dims = {}) {
-  for (const auto& shape : fa2::testing::article_shapes()) {
-    if (!built_for(head_dims, shape.D)) continue;
-    for (bool causal : {false, true}) {
-      if (causal && shape.N_q != shape.N_k) continue;
-      const auto c = fa2::testing::run_and_compare<fa2::bf16>(run, shape, causal);
-      CHECK_MESSAGE(c.O.ok, c.O.summary());
-      CHECK_MESSAGE(c.L.ok, c.L.summary());
-    }
-  }
-}
-
 void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vector<int>& head_dims = {}) {
   for (const auto& shape : extra_shapes()) {
-    if (!built_for(head_dims, shape.D)) continue;
+    if (!fa2::testing::takes_head_dim(head_dims, shape.D)) continue;
     for (bool causal : {false, true}) {
       const auto c = fa2::testing::run_and_compare<fa2::bf16>(run, shape, causal);
       CHECK_MESSAGE(c.O.ok, c.O.summary());
@@ -79,7 +57,7 @@ TEST_SUITE("gpu+variants") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : fa2::fast::fast_variants()) {
       INFO(v.name);
-      check_article_bf16(gpu_runner<fa2::bf16>(v.launch), v.head_dims);
+      fa2::testing::check_article_matrix<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch), v.head_dims);
       check_extra(gpu_runner<fa2::bf16>(v.launch), v.head_dims);
     }
     INFO("the tuned configuration");
@@ -96,7 +74,7 @@ TEST_SUITE("gpu+sanitizer") {
     for (const auto& v : fa2::fast::fast_variants()) {
       INFO(v.name);
       for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
-        if (!built_for(v.head_dims, shape.D)) continue;
+        if (!fa2::testing::takes_head_dim(v.head_dims, shape.D)) continue;
         for (bool causal : {false, true}) {
           const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch), shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());

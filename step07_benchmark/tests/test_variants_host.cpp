@@ -4,15 +4,7 @@
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
 #include "step07_benchmark/kernels/ladder.hpp"
 
-namespace {
-
-template <class T>
-fa2::testing::FlashRunner<T> host_runner(fa2::HostLaunchFn launch) {
-  return [launch](fa2::TensorView<const T, 3> Q, fa2::TensorView<const T, 3> K, fa2::TensorView<const T, 3> V,
-                  bool causal) { return fa2::run_with_host_tensors<T>(launch, Q, K, V, causal); };
-}
-
-}  // namespace
+using fa2::testing::host_runner;
 
 TEST_SUITE("variants") {
   TEST_CASE_TEMPLATE("ladder variants pass the article's test file on the host path", T, float, fa2::bf16) {
