@@ -10,7 +10,9 @@ include(FetchContent)
 
 option(FA2_ALLOW_DOWNLOADS "Download pinned Eigen/doctest when they are not installed" ON)
 
-set(FA2_APT_PACKAGES "libeigen3-dev doctest-dev" CACHE INTERNAL "")
+# The one list of Debian/Ubuntu packages, shared with scripts/lib/deps.sh and .ci/run.
+file(STRINGS "${PROJECT_SOURCE_DIR}/scripts/lib/apt-packages.txt" _fa2_apt_lines REGEX "^[^#]")
+list(JOIN _fa2_apt_lines " " FA2_APT_PACKAGES)
 
 function(_fa2_missing_dependency what)
   message(FATAL_ERROR

@@ -6,8 +6,20 @@
 #       `ctest -L step05` or `ctest -L gpu` select what they say. Exit code 77 means
 #       "skipped" (no GPU here).
 #
-#   fa2_add_demo(<target> TITLE "<heading>" SOURCES ... [LINK ...] [ARGS ...])
-#       A demo executable, run in registration order by the `walkthrough` target.
+#   fa2_add_demo(<target> TITLE "<heading>" SOURCES ... [LINK ...] [ARGS ...] [MALFORMED <argument> <flag>])
+#       A demo executable, run in registration order by the `walkthrough` target, with the
+#       command-line tests of fa2_add_cli_tests (MALFORMED: for a demo that takes values, one
+#       malformed argument and the flag its error must name).
+#
+#   fa2_add_cli_tests(<target> [MALFORMED <argument> <flag>])
+#       What every program's command line must do (common/cli.hpp), as ctest tests labelled `cli`
+#       and with the step of the name (step07_plot: step07): --help and -h exit 0 with the usage
+#       on stdout; --no-such-flag exits 2 and stderr names it; with MALFORMED, <argument> (e.g.
+#       --rows=abc) exits 2 and stderr names <flag>.
+#
+#   fa2_add_cli_test(<name> LABELS ... EXIT <code> [STDOUT <regex>] [STDERR <regex>] COMMAND <program> <args>...)
+#       One run of <program> (a target or a path), checked by cmake/Fa2CheckProgram.cmake: the exit
+#       code and what it printed where. A zero exit must leave stderr empty, any other stdout.
 #
 #   fa2_add_compile_fail_test(<name> SOURCE <file> EXPECT <regex> LABELS ... [LINK ...])
 #       Proves that <file> does NOT compile, and that the diagnostic matches <regex>.
@@ -56,12 +68,54 @@ function(fa2_add_doctest target)
 endfunction()
 
 function(fa2_add_demo target)
-  cmake_parse_arguments(arg "" "TITLE" "SOURCES;LINK;ARGS" ${ARGN})
+  cmake_parse_arguments(arg "" "TITLE" "SOURCES;LINK;ARGS;MALFORMED" ${ARGN})
   add_executable(${target} ${arg_SOURCES})
-  target_link_libraries(${target} PRIVATE ${arg_LINK})
+  # fa2::common for common/cli.hpp, which every demo's main() parses its command line with.
+  target_link_libraries(${target} PRIVATE fa2::common ${arg_LINK})
   set_property(GLOBAL APPEND PROPERTY FA2_DEMOS ${target})
   set_property(TARGET ${target} PROPERTY FA2_DEMO_TITLE "${arg_TITLE}")
   set_property(TARGET ${target} PROPERTY FA2_DEMO_ARGS "${arg_ARGS}")
+  if(FA2_BUILD_TESTS)
+    fa2_add_cli_tests(${target} MALFORMED ${arg_MALFORMED})
+  endif()
+endfunction()
+
+function(fa2_add_cli_test name)
+  cmake_parse_arguments(arg "" "EXIT;STDOUT;STDERR" "LABELS;COMMAND" ${ARGN})
+  list(POP_FRONT arg_COMMAND program)
+  if(TARGET ${program})
+    set(program "$<TARGET_FILE:${program}>")
+  endif()
+  set(expect -D "EXPECT_EXIT=${arg_EXIT}")
+  if(arg_EXIT EQUAL 0)
+    list(APPEND expect -D EXPECT_STDERR_EMPTY=ON)
+  else()
+    list(APPEND expect -D EXPECT_STDOUT_EMPTY=ON)
+  endif()
+  foreach(stream IN ITEMS STDOUT STDERR)
+    if(DEFINED arg_${stream})
+      list(APPEND expect -D "EXPECT_${stream}=${arg_${stream}}")
+    endif()
+  endforeach()
+  add_test(NAME ${name}
+    COMMAND "${CMAKE_COMMAND}" ${expect} -P "${PROJECT_SOURCE_DIR}/cmake/Fa2CheckProgram.cmake"
+            -- "${program}" ${arg_COMMAND})
+  set_tests_properties(${name} PROPERTIES LABELS "cli;${arg_LABELS}" TIMEOUT 60)
+endfunction()
+
+function(fa2_add_cli_tests target)
+  cmake_parse_arguments(arg "" "" "MALFORMED" ${ARGN})
+  string(REGEX MATCH "^step[0-9]+" step "${target}")
+  fa2_add_cli_test(${target}_cli_help LABELS ${step} EXIT 0 STDOUT "^usage: ${target} " COMMAND ${target} --help)
+  fa2_add_cli_test(${target}_cli_h LABELS ${step} EXIT 0 STDOUT "^usage: ${target} " COMMAND ${target} -h)
+  fa2_add_cli_test(${target}_cli_unknown_flag LABELS ${step} EXIT 2 STDERR "--no-such-flag: unknown option"
+    COMMAND ${target} --no-such-flag)
+  if(arg_MALFORMED)
+    list(GET arg_MALFORMED 0 argument)
+    list(GET arg_MALFORMED 1 flag)
+    fa2_add_cli_test(${target}_cli_malformed_value LABELS ${step} EXIT 2 STDERR "${target}: ${flag}: "
+      COMMAND ${target} ${argument})
+  endif()
 endfunction()
 
 # Called once, at the end of the top-level CMakeLists.txt, when every demo is known.

@@ -1,84 +1,124 @@
 #!/usr/bin/env bash
-# Generates the students' copy of this repository. Every region of code between
-#     // BEGIN SOLUTION stepNN: <what to implement>
+# Generates the students' copy of this repository (HANDOUT.md). Every region of code between
+#     // BEGIN SOLUTION stepNN: <what to implement> [uses(<names>)]
 #     // END SOLUTION stepNN
-# is replaced by a call to fa2::todo("TODO(stepNN): <what to implement>"), which fails loudly
-# when it runs (common/todo.hpp). Everything else, every test included, is copied unchanged.
-# step06 and step07 are copied as they are: they are the lessons built on the finished
-# kernel, not exercises. In the copy, warnings no longer stop the build (unfinished code has
-# unused variables).
+# keeps its two marker lines, and its body becomes one call to
+# fa2::todo("TODO(stepNN): <what to implement>"), which fails loudly when it runs
+# (common/todo.hpp). Every copy of a region is replaced: step05's kernel, its step06 twins and
+# step07's ladder alike. Everything else, every test included, is copied unchanged.
 #
 #   scripts/make_starter_kit.sh <output dir>
 #   cmake --build --preset default --target starter_kit      (writes build/<preset>/starter_kit)
+#
+# Safety: the output directory must be new, empty, or a kit this script generated earlier (it
+# holds the marker file .starter-kit, which lists every file the script wrote). Regenerating
+# removes only the files that list names; anything else in the directory (a build folder,
+# notes) stays. The repository itself, any folder that contains it, and / are refused.
 set -euo pipefail
-out="${1:?usage: make_starter_kit.sh <output dir>}"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"
-case "$out" in "$root") echo "refusing to overwrite the repository itself" >&2; exit 1 ;; esac
-find "$out" -mindepth 1 -delete
 
-if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-  files=$(git -C "$root" ls-files -co --exclude-standard)
-else
-  files=$(cd "$root" && find . -type f -not -path './build/*' -not -path './.git/*' | sed 's|^\./||')
+readonly marker_name=".starter-kit"
+
+usage() {
+  cat <<'EOF'
+usage: scripts/make_starter_kit.sh <output dir>
+
+Writes the students' copy of this repository to <output dir>: every solution region becomes
+a fa2::todo("TODO(stepNN): ...") call. <output dir> must be new, empty, or a starter kit
+generated earlier by this script (it then holds .starter-kit); the repository itself and any
+folder containing it are refused.
+EOF
+}
+
+die() {
+  echo "make_starter_kit.sh: $*" >&2
+  exit 1
+}
+
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  "") usage >&2; exit 2 ;;
+  -*) echo "make_starter_kit.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+esac
+[ $# -eq 1 ] || { echo "make_starter_kit.sh: expected one output directory, got $# arguments (see --help)" >&2; exit 2; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+[ -f "$root/$marker_name" ] && die "$root is itself a starter kit: generate kits from the solution repository"
+
+# The output path, resolved (symbolic links too) without creating anything yet.
+out="$(realpath -m -- "$1")"
+[ "$out" != "/" ] || die "refusing to write a starter kit over /"
+case "$root/" in
+  "$out"/*) die "refusing to write into $out: it contains this repository ($root)" ;;
+esac
+if [ -e "$out" ] && [ ! -d "$out" ]; then die "$out exists and is not a directory"; fi
+
+# An existing, non-empty directory is only reused when it is a kit we generated: then the
+# files we wrote last time (and only those) are removed before writing the new ones.
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  [ -f "$out/$marker_name" ] ||
+    die "$out is not empty and is not a starter kit made by this script (no $marker_name): choose a new or empty directory"
+  # Every listed path is checked before anything is removed.
+  while IFS= read -r rel; do
+    case "$rel" in
+      /* | .. | ../* | */../* | */..) die "$out/$marker_name lists an unsafe path, $rel: nothing was removed" ;;
+    esac
+  done < "$out/$marker_name"
+  removed=0
+  while IFS= read -r rel; do
+    case "$rel" in "" | "#"*) continue ;; esac
+    if [ -f "$out/$rel" ] && [ ! -L "$out/$rel" ]; then
+      rm -f -- "$out/$rel"
+      removed=$((removed + 1))
+      dir="$(dirname "$rel")"
+      [ "$dir" = "." ] || (cd "$out" && rmdir -p --ignore-fail-on-non-empty -- "$dir" 2> /dev/null) || true
+    fi
+  done < "$out/$marker_name"
+  rm -f -- "$out/$marker_name"
+  echo "removed the $removed file(s) of the previous kit in $out"
 fi
+mkdir -p "$out"
+
+# The files of this repository: git's view when the repository is the top level of its own
+# git work tree, otherwise every file outside build/ and .git/.
+if [ "$(git -C "$root" rev-parse --show-toplevel 2> /dev/null || true)" = "$root" ]; then
+  files="$(git -C "$root" ls-files -co --exclude-standard)"
+else
+  files="$(cd "$root" && find . -type f -not -path './build/*' -not -path './.git/*' | sed 's|^\./||' | sort)"
+fi
+# A kit written inside the repository (for example build/default/starter_kit) never copies itself.
+case "$out/" in
+  "$root"/*) inside="${out#"$root"/}/" ;;
+  *) inside="" ;;
+esac
+
+{
+  echo "# A starter kit generated by scripts/make_starter_kit.sh from $root."
+  echo "# Regenerating it removes the files listed below, and nothing else."
+} > "$out/$marker_name"
 
 regions=0
 while IFS= read -r rel; do
-  [ -f "$root/$rel" ] || continue
+  [ -n "$rel" ] && [ -f "$root/$rel" ] || continue
+  if [ -n "$inside" ]; then
+    case "$rel" in "$inside"*) continue ;; esac
+  fi
+  [ "$rel" != "$marker_name" ] || continue
   mkdir -p "$out/$(dirname "$rel")"
+  echo "$rel" >> "$out/$marker_name"
   case "$rel" in
-    step06*|step07*) cp -p "$root/$rel" "$out/$rel"; continue ;;
-  esac
-  case "$rel" in
-    *.hpp|*.cpp|*.cuh|*.cu|*.h) ;;
+    *.hpp | *.cpp | *.cuh | *.cu | *.h) ;;
     *) cp -p "$root/$rel" "$out/$rel"; continue ;;
   esac
   if ! grep -q "// BEGIN SOLUTION step" "$root/$rel"; then
     cp -p "$root/$rel" "$out/$rel"
     continue
   fi
-  awk -v file="$rel" '
-    function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
-    /^#include "common\/todo.hpp"/ { has_include = 1 }
-    inside {
-      if ($0 ~ /^[ \t]*\/\/ END SOLUTION/) { print; inside = 0 }
-      next
-    }
-    {
-      print
-      if (!has_include && !added_include && $0 ~ /^#include /) {
-        print "#include \"common/todo.hpp\""
-        added_include = 1
-      }
-    }
-    /^[ \t]*\/\/ BEGIN SOLUTION step[0-9][0-9]/ {
-      indent = $0; sub(/\/\/.*/, "", indent)
-      spec = $0; sub(/^[ \t]*\/\/ BEGIN SOLUTION /, "", spec)
-      step = substr(spec, 1, 6)
-      hint = trim(substr(spec, 7)); sub(/^:[ ]*/, "", hint)
-      uses = ""
-      if (match(hint, / uses\([^)]*\)$/)) {
-        uses = ", " substr(hint, RSTART + 6, RLENGTH - 7)
-        hint = substr(hint, 1, RSTART - 1)
-      }
-      gsub(/"/, "\x27", hint)
-      if (hint == "") hint = "implement this part"
-      print indent "fa2::todo(\"TODO(" step "): " hint "\"" uses ");"
-      inside = 1
-      count++
-    }
-    END {
-      if (inside) { print file ": BEGIN SOLUTION without END SOLUTION" > "/dev/stderr"; exit 1 }
-      print count > "/dev/stderr"
-    }
-  ' "$root/$rel" > "$out/$rel" 2> "$out/.regions.tmp" || { cat "$out/.regions.tmp" >&2; exit 1; }
-  n=$(tail -n 1 "$out/.regions.tmp")
+  grep -q '^#include "common/todo.hpp"' "$root/$rel" ||
+    die "$rel has solution regions but does not include \"common/todo.hpp\", which declares fa2::todo"
+  n="$(awk -f "$root/scripts/lib/solution_to_todo.awk" -v file="$rel" "$root/$rel" 2>&1 > "$out/$rel")" ||
+    die "$n"
   regions=$((regions + n))
   echo "  $rel: $n region(s)"
 done <<< "$files"
-rm -f "$out/.regions.tmp"
 
-sed -i 's/option(FA2_WARNINGS_AS_ERRORS \(.*\) ON)/option(FA2_WARNINGS_AS_ERRORS \1 OFF)/' "$out/CMakeLists.txt"
 echo "starter kit written to $out: $regions solution region(s) replaced"

@@ -1,11 +1,38 @@
 #!/usr/bin/env bash
-# Quick start, command 2: build everything and run every test (configure, build, ctest).
-# Usage: scripts/test.sh                   (preset "default"; FA2_PRESET=cpu-only to skip CUDA)
-# GPU tests skip with a reason when no GPU is present; FA2_REQUIRE_GPU=1 makes that a failure.
+# Quick start, command 2: build everything and run every test (configure, build, ctest), then
+# say in one line what happened to the GPU tests on this machine.
+#   scripts/test.sh                 preset "default": CUDA when nvcc is found
+#   FA2_PRESET=cpu-only scripts/test.sh      host paths only (also: debug, sm90)
+#   FA2_REQUIRE_GPU=1 scripts/test.sh        a missing GPU fails the GPU tests instead of skipping them
+# The logs are kept in build/<preset>/: configure.log, build.log and ctest.log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+case "${1:-}" in
+  -h | --help) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "test.sh: unknown argument '$1' (it takes none; see --help)" >&2; exit 2 ;;
+esac
 source scripts/lib/deps.sh
 fa2_ensure_dependencies
 
 preset="${FA2_PRESET:-default}"
-cmake --workflow --preset "$preset"
+build_dir="build/$preset"
+mkdir -p "$build_dir"
+cmake --preset "$preset" 2>&1 | tee "$build_dir/configure.log"
+cmake --build --preset "$preset" 2>&1 | tee "$build_dir/build.log"
+
+status=0
+ctest --preset "$preset" -j "$(nproc)" 2>&1 | tee "$build_dir/ctest.log" || status=$?
+
+# One line about the GPU tests, visible without ctest -V: how many skipped, and why.
+skipped=$(grep -c -E '\*\*\*Skipped' "$build_dir/ctest.log" || true)
+if grep -q '^GPU tests not built' "$build_dir/fa2_cuda_summary.txt"; then
+  cat "$build_dir/fa2_cuda_summary.txt"
+elif [ "$skipped" -gt 0 ]; then
+  reasons=$(grep -h '^SKIPPED: GPU test: ' "$build_dir/Testing/Temporary/LastTest.log" 2> /dev/null |
+    sed -e 's/^SKIPPED: GPU test: //' -e 's/ (set FA2_REQUIRE_GPU=1.*//' | sort -u | paste -sd ';' -)
+  echo "$skipped GPU tests skipped: ${reasons:-see ctest --preset $preset -V}"
+else
+  echo "GPU tests: none skipped, they ran on this machine's GPU"
+fi
+exit "$status"

@@ -6,6 +6,7 @@
 #include <limits>
 #include <string>
 
+#include "common/cli.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
 
 namespace {
@@ -25,9 +26,7 @@ std::string format_row(const Eigen::VectorXd& v, const char* fmt) {
   return s;
 }
 
-}  // namespace
-
-int main() {
+int demo() {
   using fa2::online::OnlineSoftmaxState;
   const double inf = std::numeric_limits<double>::infinity();
   const Eigen::VectorXd x{{1.0, 3.0, 2.0, 5.0, -inf, 4.0}};
@@ -40,13 +39,13 @@ int main() {
     const bool first = state.empty() && x(i) != -inf;
     const double m_old = state.m;
     const double alpha = state.update(x(i));
-    const char* note = first              ? "first score: exp(-inf - m) = 0, not NaN"
-                       : x(i) == -inf     ? "masked: adds exp(-inf) = 0"
-                       : state.m > m_old  ? "max grew: old l rescaled"
-                                          : "";
+    const char* note = first             ? "first score: exp(-inf - m) = 0, not NaN"
+                       : x(i) == -inf    ? "masked: adds exp(-inf) = 0"
+                       : state.m > m_old ? "max grew: old l rescaled"
+                                         : "";
     char line[128];
-    std::snprintf(line, sizeof line, "  %2ld  %6g  %4g  %9.6f  %-9.6g %s", static_cast<long>(i), x(i), state.m,
-                  state.l, alpha, note);
+    std::snprintf(line, sizeof line, "  %2ld  %6g  %4g  %9.6f  %-9.6g %s", static_cast<long>(i), x(i), state.m, state.l,
+                  alpha, note);
     std::string text = line;
     text.erase(text.find_last_not_of(' ') + 1);
     std::printf("%s\n", text.c_str());
@@ -74,4 +73,13 @@ int main() {
   std::printf("  unguarded exp(x) / sum: %s\n", format_row(fa2::online::unguarded_softmax(big), "%g").c_str());
   std::printf("  online softmax:         %s\n", format_row(fa2::online::online_softmax(big), "%.6f").c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fa2::cli::Parser cli("step01_demo",
+                       "Step 1: the online softmax reads a short row once, printing m, l and the rescale factor after\n"
+                       "each score, then compares it with the three-pass softmax and shows an overflow.");
+  return cli.run(argc, argv, demo);
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/cli.hpp"
 #include "common/compare.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -45,9 +46,7 @@ void print_errors(const fa2::Tensor<double, 3>& Q, const fa2::Tensor<double, 3>&
               L.max_abs_error);
 }
 
-}  // namespace
-
-int main() {
+int demo() {
   fa2::Rng rng(2024);  // fixed, so that the README shows the same numbers
   const index_t B = 1, Nq = 20, Nk = 37, D = 8;
   const auto Q = fa2::random_normal<double, 3>({B, Nq, D}, rng);
@@ -81,4 +80,13 @@ int main() {
   }
   std::printf("(bfloat16 tiles are computed in float32; O is rounded to bfloat16 once, at the end.)\n");
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fa2::cli::Parser cli("step02_demo",
+                       "Step 2: follows one query row through the key tiles of the tiled forward (m, l and the\n"
+                       "rescale factor alpha per tile), then prints the max error against the float64 reference.");
+  return cli.run(argc, argv, demo);
 }

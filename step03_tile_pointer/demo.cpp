@@ -4,11 +4,11 @@
 //   build/default/step03_tile_pointer/step03_demo --rows 7 --cols 12 --tile-rows 4 --tile-cols 8 --program 1 --step 1
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "step03_tile_pointer/load_store.hpp"
 #include "step03_tile_pointer/program.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
@@ -21,100 +21,40 @@ constexpr int max_extent = 32;  // wider grids no longer fit a terminal
 constexpr int max_tile = 16;    // the block sizes this demo is compiled for: 1, 2, 4, 8, 16
 
 struct Options {
-  int rows = 5, cols = 10;          // x is (rows, cols)
+  int rows = 5, cols = 10;           // x is (rows, cols)
   int tile_rows = 2, tile_cols = 4;  // Block<tile_rows, tile_cols>
   int program = 2, step = 2;         // which band of rows, which loop step across the columns
   bool col_major = false;
   fa2::Padding padding = fa2::Padding::zero;
 };
 
-const char* usage =
-    "usage: step03_demo [options]      (the defaults are the article's worked example)\n"
-    "  --rows N        rows of x, 1..32 (default 5)\n"
-    "  --cols D        columns of x, 1..32 (default 10)\n"
-    "  --tile-rows R   block rows: 1, 2, 4, 8 or 16 (default 2)\n"
-    "  --tile-cols C   block columns: 1, 2, 4, 8 or 16 (default 4)\n"
-    "  --program P     the program (band of R rows), 0..cdiv(N, R)-1 (default 2)\n"
-    "  --step S        the loop step (tile of C columns), 0..cdiv(D, C)-1 (default 2)\n"
-    "  --layout L      row-major (strides (D, 1)) or col-major (strides (1, N)) (default row-major)\n"
-    "  --padding P     zero, nan or none: what load() puts in masked cells (default zero)\n"
-    "  --help          this text\n";
-
-int parse_int(const std::string& flag, const char* text, int lo, int hi) {
-  char* end = nullptr;
-  const long v = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || v < lo || v > hi) {
-    throw std::invalid_argument(flag + ": got '" + text + "', expected an integer from " + std::to_string(lo) +
-                                " to " + std::to_string(hi));
-  }
-  return static_cast<int>(v);
+// A block size: one the demo is compiled for, and a power of two as Block<> requires.
+fa2::cli::Parser::Apply block_size(int& target) {
+  return [&target](std::string_view flag, const std::string& text) {
+    const int v = fa2::cli::parse_integer(flag, text, 1, max_tile);
+    if (!fa2::is_power_of_two(v)) {
+      // The same rule Block<> enforces with a static_assert, checked here on a run-time value.
+      throw fa2::cli::UsageError(
+          std::string(flag),
+          "got " + std::to_string(v) + ", a block size must be a power of two (1, 2, 4, 8 or 16 here)");
+    }
+    target = v;
+  };
 }
 
-int parse_block(const std::string& flag, const char* text) {
-  const int v = parse_int(flag, text, 1, max_tile);
-  if (!fa2::is_power_of_two(v)) {
-    // The same rule Block<> enforces with a static_assert, checked here on a run-time value.
-    throw std::invalid_argument(flag + ": got " + std::to_string(v) +
-                                ", a block size must be a power of two (1, 2, 4, 8 or 16 here)");
-  }
-  return v;
-}
-
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      std::fputs(usage, stdout);
-      std::exit(0);
-    }
-    if (i + 1 >= argc) throw std::invalid_argument(flag + ": missing value (see --help)");
-    const char* value = argv[++i];
-    if (flag == "--rows") {
-      o.rows = parse_int(flag, value, 1, max_extent);
-    } else if (flag == "--cols") {
-      o.cols = parse_int(flag, value, 1, max_extent);
-    } else if (flag == "--tile-rows") {
-      o.tile_rows = parse_block(flag, value);
-    } else if (flag == "--tile-cols") {
-      o.tile_cols = parse_block(flag, value);
-    } else if (flag == "--program") {
-      o.program = parse_int(flag, value, 0, max_extent);
-    } else if (flag == "--step") {
-      o.step = parse_int(flag, value, 0, max_extent);
-    } else if (flag == "--layout") {
-      const std::string v = value;
-      if (v != "row-major" && v != "col-major")
-        throw std::invalid_argument("--layout: got '" + v + "', expected row-major or col-major");
-      o.col_major = (v == "col-major");
-    } else if (flag == "--padding") {
-      const std::string v = value;
-      if (v == "zero") {
-        o.padding = fa2::Padding::zero;
-      } else if (v == "nan") {
-        o.padding = fa2::Padding::nan;
-      } else if (v == "none") {
-        o.padding = fa2::Padding::none;
-      } else {
-        throw std::invalid_argument("--padding: got '" + v + "', expected zero, nan or none");
-      }
-    } else {
-      throw std::invalid_argument("unknown option '" + flag + "' (see --help)");
-    }
-  }
-  // The program and the step must exist for this size and tile, as in the kernel's grid and loop.
+// The program and the step must exist for this size and tile, as in the kernel's grid and loop.
+void check_program_and_step(const Options& o) {
   const int programs = fa2::cdiv(o.rows, o.tile_rows), steps = fa2::cdiv(o.cols, o.tile_cols);
   if (o.program >= programs) {
-    throw std::invalid_argument("--program: got " + std::to_string(o.program) + ", but " + std::to_string(o.rows) +
-                                " rows in bands of " + std::to_string(o.tile_rows) + " make programs 0.." +
-                                std::to_string(programs - 1));
+    throw fa2::cli::UsageError("--program", "got " + std::to_string(o.program) + ", but " + std::to_string(o.rows) +
+                                                " rows in bands of " + std::to_string(o.tile_rows) +
+                                                " make programs 0.." + std::to_string(programs - 1));
   }
   if (o.step >= steps) {
-    throw std::invalid_argument("--step: got " + std::to_string(o.step) + ", but " + std::to_string(o.cols) +
-                                " columns in tiles of " + std::to_string(o.tile_cols) + " make loop steps 0.." +
-                                std::to_string(steps - 1));
+    throw fa2::cli::UsageError("--step", "got " + std::to_string(o.step) + ", but " + std::to_string(o.cols) +
+                                             " columns in tiles of " + std::to_string(o.tile_cols) +
+                                             " make loop steps 0.." + std::to_string(steps - 1));
   }
-  return o;
 }
 
 std::string cell(const std::string& text, int width, char open = ' ', char close = ' ') {
@@ -145,9 +85,9 @@ void draw(const Options& o) {
   std::printf("x: %d x %d, %s, strides (%lld, %lld); memory slot k holds the value k\n", o.rows, o.cols,
               o.col_major ? "column-major" : "row-major", static_cast<long long>(stride_row),
               static_cast<long long>(stride_col));
-  std::printf("x_ptr = make_tile_ptr<Block<%d, %d>>(x, {%d, %d}, {%lld, %lld}, {%d * %d, 0});  // program %d of %d\n", R,
-              C, o.rows, o.cols, static_cast<long long>(stride_row), static_cast<long long>(stride_col), o.program, R,
-              o.program, fa2::cdiv(o.rows, R));
+  std::printf("x_ptr = make_tile_ptr<Block<%d, %d>>(x, {%d, %d}, {%lld, %lld}, {%d * %d, 0});  // program %d of %d\n",
+              R, C, o.rows, o.cols, static_cast<long long>(stride_row), static_cast<long long>(stride_col), o.program,
+              R, o.program, fa2::cdiv(o.rows, R));
   std::printf("x_ptr = x_ptr.advance({0, %d}), %d time(s)  ->  offsets (%lld, %lld)  // loop step %d of %d\n\n", C,
               o.step, static_cast<long long>(row0), static_cast<long long>(col0), o.step, fa2::cdiv(o.cols, C));
 
@@ -213,8 +153,8 @@ void draw(const Options& o) {
   }
   std::printf("\n%d of %d cells are masked (F): load() never reads them", masked, R * C);
   if (masked > 0) {
-    std::printf(";\nwithout boundary_check, %d of them would read another element of x and %d memory past its end", wrapped,
-                masked - wrapped);
+    std::printf(";\nwithout boundary_check, %d of them would read another element of x and %d memory past its end",
+                wrapped, masked - wrapped);
   }
   std::printf(".\n");
   if (o.padding == fa2::Padding::none) std::printf("? = Padding::none left the destination as it was.\n");
@@ -239,11 +179,27 @@ void dispatch_rows(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    dispatch_rows<1>(parse(argc, argv));
-  } catch (const std::invalid_argument& e) {
-    std::fprintf(stderr, "step03_demo: %s\n", e.what());
-    return 2;
-  }
-  return 0;
+  Options o;
+  fa2::cli::Parser cli("step03_demo",
+                       "Step 3: one tile pointer drawn in the terminal. The tensor grid with the tile over it, then\n"
+                       "the tile's addresses, its mask and the values load() returns, for any size and position.\n"
+                       "The defaults are the article's worked example.");
+  cli.integer("--rows=N", o.rows, 1, max_extent, "rows of x")
+      .integer("--cols=D", o.cols, 1, max_extent, "columns of x")
+      .custom("--tile-rows", "R", "block rows: 1, 2, 4, 8 or 16 (default " + std::to_string(o.tile_rows) + ")",
+              block_size(o.tile_rows))
+      .custom("--tile-cols", "C", "block columns: 1, 2, 4, 8 or 16 (default " + std::to_string(o.tile_cols) + ")",
+              block_size(o.tile_cols))
+      .integer("--program=P", o.program, 0, max_extent, "the program (band of R rows), below cdiv(N, R)")
+      .integer("--step=S", o.step, 0, max_extent, "the loop step (tile of C columns), below cdiv(D, C)")
+      .choice("--layout", o.col_major, {{"row-major", false}, {"col-major", true}},
+              "row-major: strides (D, 1); col-major: strides (1, N)")
+      .choice("--padding", o.padding,
+              {{"zero", fa2::Padding::zero}, {"nan", fa2::Padding::nan}, {"none", fa2::Padding::none}},
+              "what load() puts in masked cells");
+  return cli.run(argc, argv, [&] {
+    check_program_and_step(o);
+    dispatch_rows<1>(o);
+    return 0;
+  });
 }

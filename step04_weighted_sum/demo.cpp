@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
+#include "common/todo.hpp"  // fa2::todo, what the starter kit puts in the solution regions below
 #include "step03_tile_pointer/load_store.hpp"
 #include "step03_tile_pointer/program.hpp"
 #include "step04_weighted_sum/weighted_sum.hpp"
@@ -38,7 +40,9 @@ template <class F>
 std::string grid(int rows, int cols, F f) {
   return list(rows, [&](int r) { return list(cols, [&](int c) { return f(r, c); }); });
 }
-std::string tf(bool b) { return b ? "T" : "F"; }
+std::string tf(bool b) {
+  return b ? "T" : "F";
+}
 
 // Program 2 of the tile-pointer body, replayed with step03's calls so every intermediate can be
 // printed. The pointer-maths body computes the same addresses and masks by hand.
@@ -57,8 +61,10 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
     const index_t col0 = x_ptr.offsets()[1];
     Frag<float, L> row;
     ColVec<float, L> w;
+    // BEGIN SOLUTION step04: the same two loads as your tile-pointer body uses(prog, x_ptr, weight_ptr, row, w)
     load(prog, x_ptr, row, boundary_check<0, 1>, Padding::zero);
     load(prog, weight_ptr, w, boundary_check<0>, Padding::zero);
+    // END SOLUTION step04
     const auto partial = row_sum(prog, row * w);
     output = output + partial;
     std::printf("  step %lld  cols %s  col_mask %s\n", static_cast<long long>(i),
@@ -66,19 +72,23 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
                 list(D_TILE_SIZE, [&](int c) { return tf(col0 + c < D); }).c_str());
     std::printf("          addresses x + %s  mask %s\n",
                 grid(ROWS_TILE_SIZE, D_TILE_SIZE,
-                     [&](int r, int c) { return fmt(static_cast<double>(x_ptr.element_offset({r, c}))); })
+                     [&](int r, int c) {
+                       return fmt(static_cast<double>(x_ptr.element_offset({r, c})));
+                     })
                     .c_str(),
-                grid(ROWS_TILE_SIZE, D_TILE_SIZE,
-                     [&](int r, int c) { return tf(x_ptr.in_bounds({r, c}, boundary_check<0, 1>)); })
-                    .c_str());
+                grid(ROWS_TILE_SIZE, D_TILE_SIZE, [&](int r, int c) {
+                  return tf(x_ptr.in_bounds({r, c}, boundary_check<0, 1>));
+                }).c_str());
     std::printf("          row %s  weight %s\n",
                 grid(ROWS_TILE_SIZE, D_TILE_SIZE, [&](int r, int c) { return fmt(row.v[r][c]); }).c_str(),
                 list(D_TILE_SIZE, [&](int c) { return fmt(w.v[c]); }).c_str());
     std::printf("          row_sum(row * weight) %s  ->  output %s\n",
                 list(ROWS_TILE_SIZE, [&](int r) { return fmt(partial.v[r]); }).c_str(),
                 list(ROWS_TILE_SIZE, [&](int r) { return fmt(output.v[r]); }).c_str());
+    // BEGIN SOLUTION step04: the same two advances as your tile-pointer body
     x_ptr = x_ptr.advance({0, D_TILE_SIZE});
     weight_ptr = weight_ptr.advance({D_TILE_SIZE});
+    // END SOLUTION step04
   }
   for (int r = 0; r < ROWS_TILE_SIZE; ++r) {
     if (row0 + r < NUM_ROWS) {
@@ -93,9 +103,7 @@ void print_totals(const char* what, const Tensor<float, 1>& out) {
   std::printf("  %-22s %s\n", what, list(static_cast<int>(out.size(0)), [&](int r) { return fmt(out(r)); }).c_str());
 }
 
-}  // namespace
-
-int main() {
+int demo() {
   Tensor<float, 2> x(Extents<2>{NUM_ROWS, D});
   Tensor<float, 1> weight(Extents<1>{D});
   for (index_t r = 0; r < NUM_ROWS; ++r)
@@ -131,4 +139,14 @@ int main() {
   std::printf("  GPU: not built (configure with CUDA to run the same bodies on a GPU)\n");
 #endif
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fa2::cli::Parser cli("step04_demo",
+                       "Step 4: weighted_sum_fwd on the article's example (x = 0..49 as 5 x 10, weight = 1..10, tiles\n"
+                       "2 x 4): program 2's loop step by step, then every row's total from both styles, on the host\n"
+                       "and, when there is one, on the GPU.");
+  return cli.run(argc, argv, demo);
 }

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/compare.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -27,8 +27,8 @@ using fa2::index_t;
 void report_errors(const char* where, const fa2::FlashOutputs<bf16>& out, const fa2::AttentionReference& ref) {
   const auto o = fa2::compare_close(out.O.cview(), ref.O.cview(), fa2::Tolerance{2e-2, 2e-2}, "O");
   const auto l = fa2::compare_close(out.L.cview(), ref.L.cview(), fa2::Tolerance{2e-2, 2e-2}, "L");
-  std::printf("  %-5s max |O - O_ref| = %.2e   max |L - L_ref| = %.2e   (%s)\n", where, o.max_abs_error, l.max_abs_error,
-              o.ok && l.ok ? "within bf16 tolerance 2e-2" : "OUTSIDE tolerance");
+  std::printf("  %-5s max |O - O_ref| = %.2e   max |L - L_ref| = %.2e   (%s)\n", where, o.max_abs_error,
+              l.max_abs_error, o.ok && l.ok ? "within bf16 tolerance 2e-2" : "OUTSIDE tolerance");
 }
 
 #if FA2_HAS_CUDA
@@ -61,10 +61,8 @@ double time_gpu(index_t BH, index_t N, index_t D, bool causal, int reps) {
 }
 #endif
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const bool force_host = argc > 1 && std::strcmp(argv[1], "--host") == 0;
+// force_host: run the host interpreter only, even with a GPU (e.g. to time it alone).
+int demo(bool force_host) {
   const index_t B = 4, N = 300, D = 64;  // 300 is not a multiple of 16: the last tiles are ragged
   fa2::Rng rng(fa2::fresh_seed());
   const auto Q = fa2::random_normal<bf16, 3>({B, N, D}, rng), K = fa2::random_normal<bf16, 3>({B, N, D}, rng),
@@ -102,7 +100,19 @@ int main(int argc, char** argv) {
     std::printf("\nNo GPU here (%s): only the host path ran.\n", gpu.reason.c_str());
   }
 #else
+  (void)force_host;  // without CUDA the host path is the only one
   std::printf("\nBuilt without CUDA: only the host path ran.\n");
 #endif
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool force_host = false;
+  fa2::cli::Parser cli("step05_demo",
+                       "Step 5: runs the FlashAttention-2 kernel on one problem, on the GPU when there is one (the\n"
+                       "host interpreter otherwise), and prints its error against the float64 reference and its time.");
+  cli.flag("--host", force_host, "run only the host interpreter, even when there is a GPU");
+  return cli.run(argc, argv, [&] { return demo(force_host); });
 }

@@ -16,16 +16,16 @@
 namespace fa2::bench {
 
 struct Options {
-  std::vector<Problem> problems;          // in the order they run and print
-  std::vector<std::string> sweep_names;   // what produced them, for the header
+  std::vector<Problem> problems;         // in the order they run and print
+  std::vector<std::string> sweep_names;  // what produced them, for the header
   TimingBudget budget;
-  std::vector<std::string> impl_keys;     // --impl: only these (empty: all registered)
-  std::string ours_key = "ours16";        // the "ours" column of the article's table
-  std::string out_dir;                    // --out: CSV and SVG go here (empty: no files)
-  std::optional<std::uint64_t> seed;      // --seed: replay inputs; default a fresh seed per run
+  std::vector<std::string> impl_keys;  // --impl: only these (empty: all registered)
+  std::string ours_key = "ours16";     // the "ours" column of the article's table
+  std::string out_dir;                 // --out: CSV and SVG go here (empty: no files)
+  std::optional<std::uint64_t> seed;   // --seed: replay inputs; default a fresh seed per run
   bool quick = false;
-  bool measure_ceilings = true;           // --no-ceilings skips the copy/GEMM rate measurement
-  bool list = false;                      // --list: print the registered implementations and exit
+  bool measure_ceilings = true;  // --no-ceilings skips the copy/GEMM rate measurement
+  bool list = false;             // --list: print the registered implementations and exit
   bool help = false;
 };
 
@@ -39,15 +39,13 @@ struct Options {
 std::vector<Problem> sweep_problems(const std::string& name, int B = 4, int H = 8);
 std::vector<std::string> sweep_names();
 
-// Parses argv[1..]; both "--key=value" and "--key value" work. Throws std::invalid_argument
-// naming the option and what is allowed.
-Options parse_options(const std::vector<std::string>& args);
-Options parse_options(int argc, const char* const* argv);
+// Parses argv[1..] with common/cli.hpp: both "--key=value" and "--key value" work. Every check
+// happens here, before anything looks for a GPU: a mistake throws fa2::cli::UsageError naming
+// the option and what it allows. `implementation_keys` are what --impl and --ours accept: the
+// registry's keys (assemble_registry builds it without touching the GPU).
+Options parse_options(const std::vector<std::string>& args, const std::vector<std::string>& implementation_keys);
+Options parse_options(int argc, const char* const* argv, const std::vector<std::string>& implementation_keys);
 
 std::string usage();
-
-// "512,1024" -> {512, 1024}; throws naming `option` when an entry is not a positive integer.
-std::vector<int> parse_int_list(const std::string& option, const std::string& text);
-std::vector<std::string> split_list(const std::string& text);
 
 }  // namespace fa2::bench

@@ -1,4 +1,5 @@
-// The lazy GPU probe behind gpu_status() and the test helper gpu_ready_or_skip().
+// The lazy GPU probe behind gpu_status(): what the CUDA runtime reports, and one plain
+// sentence for a user when the GPU tests cannot run here.
 #include "common/cuda/gpu.hpp"
 
 #include <cuda_runtime_api.h>
@@ -8,36 +9,76 @@
 
 namespace fa2::cuda {
 
+std::string cuda_version_string(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+}
+
+GpuStatus classify(const GpuProbe& probe) {
+  GpuStatus s;
+  if (probe.driver_version == 0) {
+    // The runtime reports "driver version is insufficient" here too, but there is no driver
+    // to upgrade: say what is really missing.
+    s.reason = "no NVIDIA driver on this machine";
+    return s;
+  }
+  if (probe.count_error == static_cast<int>(cudaErrorInsufficientDriver)) {
+    s.reason = "NVIDIA driver too old: it supports CUDA " + cuda_version_string(probe.driver_version) +
+               ", this program was built with CUDA " + cuda_version_string(probe.runtime_version);
+    return s;
+  }
+  if (probe.count_error == static_cast<int>(cudaErrorNoDevice) || (probe.count_error == 0 && probe.device_count == 0)) {
+    s.reason = "no GPU: the NVIDIA driver sees no CUDA device";
+    return s;
+  }
+  if (probe.count_error != 0) {
+    s.reason = "GPU unusable: cudaGetDeviceCount failed with " + probe.count_error_name + " (" +
+               probe.count_error_text + ")";
+    return s;
+  }
+  if (!probe.properties_error_name.empty()) {
+    s.reason = "GPU unusable: cudaGetDeviceProperties failed with " + probe.properties_error_name;
+    return s;
+  }
+  s.name = probe.name;
+  s.cc_major = probe.cc_major;
+  s.cc_minor = probe.cc_minor;
+  s.sm_count = probe.sm_count;
+  if (probe.cc_major < kMinComputeCapabilityMajor) {
+    s.reason = "GPU too old: " + probe.name + " is sm_" + std::to_string(probe.cc_major) +
+               std::to_string(probe.cc_minor) + ", needs sm_" + std::to_string(kMinComputeCapabilityMajor) +
+               "0 (bf16 tensor cores)";
+    return s;
+  }
+  s.available = true;
+  return s;
+}
+
 const GpuStatus& gpu_status() {
   static const GpuStatus status = [] {
-    GpuStatus s;
-    int count = 0;
-    const cudaError_t err = cudaGetDeviceCount(&count);
+    GpuProbe probe;
+    cudaDriverGetVersion(&probe.driver_version);
+    cudaRuntimeGetVersion(&probe.runtime_version);
+    const cudaError_t err = cudaGetDeviceCount(&probe.device_count);
+    probe.count_error = static_cast<int>(err);
     if (err != cudaSuccess) {
-      s.reason = std::string("no usable GPU (cudaGetDeviceCount: ") + cudaGetErrorString(err) + ")";
+      probe.count_error_name = cudaGetErrorName(err);
+      probe.count_error_text = cudaGetErrorString(err);
+      probe.device_count = 0;
       cudaGetLastError();  // clear the sticky error so later calls start clean
-      return s;
+    } else if (probe.device_count > 0) {
+      cudaDeviceProp prop{};
+      const cudaError_t prop_err = cudaGetDeviceProperties(&prop, 0);
+      if (prop_err == cudaSuccess) {
+        probe.name = prop.name;
+        probe.cc_major = prop.major;
+        probe.cc_minor = prop.minor;
+        probe.sm_count = prop.multiProcessorCount;
+      } else {
+        probe.properties_error_name = cudaGetErrorName(prop_err);
+        cudaGetLastError();
+      }
     }
-    if (count == 0) {
-      s.reason = "no CUDA device present";
-      return s;
-    }
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) {
-      s.reason = "cudaGetDeviceProperties failed";
-      return s;
-    }
-    s.name = prop.name;
-    s.cc_major = prop.major;
-    s.cc_minor = prop.minor;
-    s.sm_count = prop.multiProcessorCount;
-    if (prop.major < 8) {
-      s.reason = s.name + " is sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
-                 ": the kernels need bf16 tensor cores (sm_80 or newer)";
-      return s;
-    }
-    s.available = true;
-    return s;
+    return classify(probe);
   }();
   return status;
 }

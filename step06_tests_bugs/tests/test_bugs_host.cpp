@@ -1,5 +1,5 @@
 // step06 on the host path (runs in CI): the harness that misses both bugs, and the tests
-// that catch them. `ctest -L bug1` or `ctest -L bug2` runs one bug's story.
+// that catch them. `ctest --preset default -L bug1` (or `-L bug2`) runs one bug's story.
 #include "step06_tests_bugs/tests/bug_stories.hpp"
 
 using fa2::testing::FlashRunner;

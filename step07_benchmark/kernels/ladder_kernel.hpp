@@ -6,10 +6,12 @@
 //   4. mask_last_only  the mask runs only on tiles that need it: the padded last tile and the
 //                      tiles that cross the causal diagonal
 // Runs on the host (tests in CI) and on the GPU, like step05. Launchers: ladder.cu / ladder_host.cpp.
+// Its solution regions are compiled with step05's code (cmake/Fa2SolutionRegions.cmake).
 #pragma once
 
 #include <limits>
 
+#include "common/todo.hpp"  // fa2::todo, what the starter kit puts in the solution regions below
 #include "step03_tile_pointer/load_store.hpp"
 #include "step03_tile_pointer/tile.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
@@ -83,9 +85,11 @@ struct LadderKernel {
       const index_t k_start = j * K_TILE;
       const auto k_pos = col_positions<Scores>(prog, k_start);
 
+      // BEGIN SOLUTION step05: load K_j and V_j into shared memory, then wait for the whole block uses(prog, K_ptr, V_ptr, smem)
       load(prog, K_ptr, smem.K_j, boundary_check<0, 1>, Padding::zero);
       load(prog, V_ptr, smem.V_j, boundary_check<0, 1>, Padding::zero);
       prog.sync();
+      // END SOLUTION step05
 
       auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * score_scale;
 
@@ -115,8 +119,10 @@ struct LadderKernel {
       }
       m_i = m_new;
 
+      // BEGIN SOLUTION step05: move K_ptr and V_ptr down to the next key tile
       K_ptr = K_ptr.advance({K_TILE, 0});
       V_ptr = V_ptr.advance({K_TILE, 0});
+      // END SOLUTION step05
     }
 
     store(prog, O_ptr, (O_acc / l_i).template to<T>(), boundary_check<0, 1>);

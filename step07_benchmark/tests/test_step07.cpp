@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli.hpp"
 #include "common/testing.hpp"
 #include "step07_benchmark/bench_options.hpp"
 #include "step07_benchmark/bench_problem.hpp"
@@ -17,6 +18,19 @@
 using namespace fa2::bench;
 
 namespace {
+
+// What --impl and --ours accept in these tests; step07_bench passes the registry's keys.
+const std::vector<std::string> kKeys = {"ours16", "ours64x64", "v5", "cublas"};
+
+// The message of the UsageError that parsing `args` throws, or "no error".
+std::string option_error(const std::vector<std::string>& args) {
+  try {
+    (void)parse_options(args, kKeys);
+  } catch (const fa2::cli::UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -51,7 +65,8 @@ std::string xml_problem(const std::string& doc) {
     if (tag.find('<') != std::string::npos) return "'<' inside a tag at " + std::to_string(i);
     if (!tag.empty() && tag[0] == '/') {
       const std::string name = tag.substr(1);
-      if (stack.empty() || stack.back() != name) return "</" + name + "> closes " + (stack.empty() ? "nothing" : stack.back());
+      if (stack.empty() || stack.back() != name)
+        return "</" + name + "> closes " + (stack.empty() ? "nothing" : stack.back());
       stack.pop_back();
     } else if (!tag.empty() && tag.back() != '/') {
       stack.push_back(tag.substr(0, tag.find_first_of(" \n\t")));
@@ -93,7 +108,8 @@ TEST_SUITE("napkin") {
 
   TEST_CASE("TF/s from milliseconds matches the quoted SDPA numbers of the Python harness") {
     // sdpa_h200.txt: N=4096 non-causal, cuDNN 0.295 ms = 465 TF/s.
-    CHECK(tflops_per_s(attention_flops(Problem{4, 8, 4096, 64, false}), 0.295) == doctest::Approx(465.9).epsilon(0.002));
+    CHECK(tflops_per_s(attention_flops(Problem{4, 8, 4096, 64, false}), 0.295) ==
+          doctest::Approx(465.9).epsilon(0.002));
     CHECK(tflops_per_s(1e12, 0.0) == 0.0);
   }
 
@@ -188,7 +204,7 @@ TEST_SUITE("stats") {
 
 TEST_SUITE("options") {
   TEST_CASE("the default is the full sweep: the article's N then 8192 and 16384 then head dim 128") {
-    const Options o = parse_options(std::vector<std::string>{});
+    const Options o = parse_options(std::vector<std::string>{}, kKeys);
     CHECK(o.problems.size() == 18);
     CHECK(o.problems.front() == Problem{4, 8, 512, 64, false});
     CHECK(o.problems[1] == Problem{4, 8, 512, 64, true});
@@ -202,7 +218,7 @@ TEST_SUITE("options") {
   }
 
   TEST_CASE("--quick runs N 512 and 1024 with a short budget") {
-    const Options o = parse_options(std::vector<std::string>{"--quick"});
+    const Options o = parse_options(std::vector<std::string>{"--quick"}, kKeys);
     CHECK(o.quick);
     CHECK(o.problems.size() == 4);
     CHECK(o.budget.rep_ms == 20.0);
@@ -210,25 +226,27 @@ TEST_SUITE("options") {
   }
 
   TEST_CASE("sweeps combine without duplicates and --causal filters them") {
-    Options o = parse_options(std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes"});
+    Options o = parse_options(std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes"}, kKeys);
     CHECK(o.problems.size() == 6);
     for (const auto& p : o.problems) CHECK(p.causal);
-    o = parse_options(std::vector<std::string>{"--sweep", "d128", "--causal=no", "--batch=2", "--heads", "16"});
+    o = parse_options(std::vector<std::string>{"--sweep", "d128", "--causal=no", "--batch=2", "--heads", "16"}, kKeys);
     CHECK(o.problems.size() == 3);
     CHECK(o.problems[0] == Problem{2, 16, 1024, 128, false});
   }
 
   TEST_CASE("--n and --d make a custom grid") {
-    const Options o = parse_options(std::vector<std::string>{"--n=128,256", "--d", "64,128"});
+    const Options o = parse_options(std::vector<std::string>{"--n=128,256", "--d", "64,128"}, kKeys);
     CHECK(o.problems.size() == 8);
     CHECK(o.problems[0] == Problem{4, 8, 128, 64, false});
     CHECK(o.problems[7] == Problem{4, 8, 256, 128, true});
   }
 
   TEST_CASE("the other options land where they should") {
-    const Options o = parse_options(std::vector<std::string>{"--impl=ours16,cublas", "--out", "/tmp/x", "--seed=42",
-                                                             "--warmup-ms=1", "--rep-ms=2.5", "--min-reps=3",
-                                                             "--max-reps=7", "--no-ceilings", "--ours=ours64x64", "--list"});
+    const Options o =
+        parse_options(std::vector<std::string>{"--impl=ours16,cublas", "--out", "/tmp/x", "--seed=42", "--warmup-ms=1",
+                                               "--rep-ms=2.5", "--min-reps=3", "--max-reps=7", "--no-ceilings",
+                                               "--ours=ours64x64", "--list"},
+                      kKeys);
     CHECK(o.impl_keys == std::vector<std::string>{"ours16", "cublas"});
     CHECK(o.out_dir == "/tmp/x");
     REQUIRE(o.seed.has_value());
@@ -242,26 +260,38 @@ TEST_SUITE("options") {
   }
 
   TEST_CASE("bad options are rejected with the option's name in the message") {
-    const auto message = [](std::vector<std::string> args) {
-      try {
-        (void)parse_options(args);
-      } catch (const std::invalid_argument& e) {
-        return std::string(e.what());
-      }
-      return std::string("no error");
-    };
-    CHECK(message({"--n=12x"}).find("--n") == 0);
-    CHECK(message({"--n=0"}).find("--n") == 0);
-    CHECK(message({"--d="}).find("--d") == 0);
-    CHECK(message({"--sweep=huge"}).find("--sweep") == 0);
-    CHECK(message({"--causal=maybe"}).find("--causal") == 0);
-    CHECK(message({"--frobnicate"}).find("unknown option") != std::string::npos);
-    CHECK(message({"stray"}).find("unexpected argument") != std::string::npos);
-    CHECK(message({"--seed"}).find("missing value") != std::string::npos);
-    CHECK(message({"--quick=1"}).find("takes no value") != std::string::npos);
-    CHECK(message({"--min-reps=10", "--max-reps=5"}).find("min_reps") != std::string::npos);
-    CHECK(message({"--sweep=article", "--n=512"}).find("--sweep") == 0);
-    CHECK(usage().find("--quick") != std::string::npos);
+    CHECK(option_error({"--n=12x"}).find("--n") == 0);
+    CHECK(option_error({"--n=0"}).find("--n") == 0);
+    CHECK(option_error({"--d="}).find("--d") == 0);
+    CHECK(option_error({"--sweep=huge"}).find("--sweep") == 0);
+    CHECK(option_error({"--causal=maybe"}).find("--causal") == 0);
+    CHECK(option_error({"--frobnicate"}).find("unknown option") != std::string::npos);
+    CHECK(option_error({"stray"}).find("unexpected argument") != std::string::npos);
+    CHECK(option_error({"--seed"}).find("missing value") != std::string::npos);
+    CHECK(option_error({"--quick=1"}).find("takes no value") != std::string::npos);
+    CHECK(option_error({"--min-reps=10", "--max-reps=5"}) == "--min-reps: got 10, more than --max-reps (5)");
+    CHECK(option_error({"--sweep=article", "--n=512"}).find("--sweep") == 0);
+    CHECK(option_error({"--rep-ms=fast"}).find("--rep-ms") == 0);
+    CHECK(option_error({"--batch=0"}) == "--batch: got '0', must be an integer in 1..65535");
+  }
+
+  TEST_CASE("--impl and --ours take only registered keys and the error lists them") {
+    CHECK(option_error({"--impl=ours16,nope"}) == "--impl: got 'nope', must be one of ours16, ours64x64, v5, cublas");
+    CHECK(option_error({"--impl=,"}).find("--impl: empty list") == 0);
+    CHECK(option_error({"--ours", "v4"}) == "--ours: got 'v4', must be one of ours16, ours64x64, v5, cublas");
+    CHECK(option_error({"--impl=v5", "--ours=v5"}) == "no error");
+  }
+
+  TEST_CASE("--help is reported and not an error and the usage lists every option") {
+    CHECK(parse_options(std::vector<std::string>{"--n=oops", "--help"}, kKeys).help);
+    const std::string u = usage();
+    CHECK(u.rfind("usage: step07_bench", 0) == 0);
+    for (const char* option : {"--sweep=LIST", "--n=LIST", "--d=LIST", "--causal=both|yes|no", "--batch=N", "--heads=N",
+                               "--impl=LIST", "--ours=KEY", "--quick", "--warmup-ms=X", "--rep-ms=X", "--min-reps=N",
+                               "--max-reps=N", "--seed=S", "--out=DIR", "--no-ceilings", "--list", "--help"}) {
+      CAPTURE(option);
+      CHECK(u.find(option) != std::string::npos);
+    }
   }
 }
 
@@ -285,8 +315,8 @@ TEST_SUITE("report") {
     const std::string t = article_table(all, {p}, 64, ArticleColumns{});
     CHECK(t.find("N     causal  ours ms  sdpa ms  ours TF/s  sdpa TF/s  % sdpa") == 0);
     CHECK(t.find("4096   False    2.000    0.500") != std::string::npos);
-    CHECK(t.find("25%") != std::string::npos);  // 0.5 / 2.0
-    CHECK(t.find("50%") != std::string::npos);  // 1.0 / 2.0
+    CHECK(t.find("25%") != std::string::npos);    // 0.5 / 2.0
+    CHECK(t.find("50%") != std::string::npos);    // 1.0 / 2.0
     CHECK(t.find("2.871") != std::string::npos);  // the quoted Triton time
     CHECK(article_table(all, {p}, 128, ArticleColumns{}).find("4096") == std::string::npos);
   }
@@ -297,9 +327,10 @@ TEST_SUITE("report") {
     CHECK(t.find("sdpa ms  python*  sdpa-fa2 ms") != std::string::npos);
     CHECK(t.find("0.300    0.292") != std::string::npos);  // default backend: ours, then Python's
     CHECK(t.find("0.462") != std::string::npos);           // flash via Python, quoted even when not run here
-    CHECK(harness_crosscheck_table({timed("ours16", p, 1.0)}, {p}).empty());                       // no SDPA
+    CHECK(harness_crosscheck_table({timed("ours16", p, 1.0)}, {p}).empty());  // no SDPA
     CHECK(harness_crosscheck_table({timed("sdpa", Problem{4, 8, 4096, 128, false}, 1.0)},
-                                   {Problem{4, 8, 4096, 128, false}}).empty());                    // not quoted
+                                   {Problem{4, 8, 4096, 128, false}})
+              .empty());  // not quoted
   }
 
   TEST_CASE("without SDPA measurements the article table leaves the SDPA and FA2 columns out") {
@@ -363,22 +394,23 @@ TEST_SUITE("svg") {
     }
     const auto quoted = quoted_measurements({Problem{4, 8, 512, 64, false}, Problem{4, 8, 512, 64, true}});
     all.insert(all.end(), quoted.begin(), quoted.end());
-    const std::vector<ChartSeries> series = {
-        {"ours16", "ours16 (step05)", false}, {"sdpa", "sdpa <default> & co", false}, {"triton-article", "Triton, quoted", true}};
+    const std::vector<ChartSeries> series = {{"ours16", "ours16 (step05)", false},
+                                             {"sdpa", "sdpa <default> & co", false},
+                                             {"triton-article", "Triton, quoted", true}};
     const svg::Chart chart = tflops_chart(all, series, 64, "H200 \"test\"");
     REQUIRE(chart.panels.size() == 2);
     CHECK(chart.panels[0].title == "non-causal");
     CHECK(chart.panels[1].series[0].points.size() == 4);
     const std::string doc = svg::render(chart);
     CHECK(xml_problem(doc) == "");
-    CHECK(count(doc, "<polyline") == 6);                 // 3 series x 2 panels
-    CHECK(count(doc, "stroke-dasharray") == 2 + 1);      // the quoted series in both panels + its legend line
-    CHECK(count(doc, "<circle") == 4 * 2 * 2 + 1 * 2);    // one marker per point
+    CHECK(count(doc, "<polyline") == 6);                // 3 series x 2 panels
+    CHECK(count(doc, "stroke-dasharray") == 2 + 1);     // the quoted series in both panels + its legend line
+    CHECK(count(doc, "<circle") == 4 * 2 * 2 + 1 * 2);  // one marker per point
     CHECK(doc.find("sdpa &lt;default&gt; &amp; co") != std::string::npos);
     CHECK(doc.find("H200 &quot;test&quot;") != std::string::npos);
-    CHECK(doc.find(">512<") != std::string::npos);        // log2 ticks
+    CHECK(doc.find(">512<") != std::string::npos);  // log2 ticks
     CHECK(doc.find(">4k<") != std::string::npos);
-    CHECK(count(doc, "ours16 (step05)</text>") == 1);    // one legend entry per series
+    CHECK(count(doc, "ours16 (step05)</text>") == 1);  // one legend entry per series
   }
 
   TEST_CASE("series without points draw nothing and an empty panel says so") {
