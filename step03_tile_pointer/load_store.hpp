@@ -37,6 +37,24 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE void apply_padding(U& dst, Padding pad) {
 template <class Check, int Rank>
 inline constexpr bool check_ok = Check::template valid_for<Rank>();
 
+// The host's race checks (program.hpp): element e of a shared Tile is loaded or stored by
+// thread e % num_threads on the GPU, so that is the simulated thread the access is noted for.
+// Programs without the checks (the GPU's, step03's one-thread tests) note nothing.
+template <class Program, class TileT>
+FA2_HOST_DEVICE FA2_FORCE_INLINE void note_shared_write(const Program& prog, int element, const TileT& tile,
+                                                        const typename TileT::value_type* at) {
+  if constexpr (requires { prog.note_write(0, tile, at); }) {
+    prog.note_write(element % prog.simulated_threads(), tile, at);
+  }
+}
+template <class Program, class TileT>
+FA2_HOST_DEVICE FA2_FORCE_INLINE void note_shared_read(const Program& prog, int element, const TileT& tile,
+                                                       const typename TileT::value_type* at) {
+  if constexpr (requires { prog.note_read(0, tile, at); }) {
+    prog.note_read(element % prog.simulated_threads(), tile, at);
+  }
+}
+
 // 16-byte copies along the contiguous axis, when the layout allows them: the last tile axis
 // is the tensor's contiguous one (stride 1) and the address is 16-byte aligned.
 template <class T>
@@ -96,6 +114,7 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, T
     } else {
       detail::apply_padding(tile(idx), pad);
     }
+    detail::note_shared_write(prog, e, tile, &tile(idx));
   }
 }
 
@@ -107,6 +126,7 @@ FA2_HOST_DEVICE void store(const Program& prog, const TilePtr<T, BS, Ord>& ptr, 
                 "boundary_check axes must be distinct and smaller than the tile's rank");
   for (int e = prog.thread_rank(); e < BS::numel; e += Program::num_threads) {
     const Coord<BS::rank> idx = unravel<BS, Ord>(e);
+    detail::note_shared_read(prog, e, tile, &tile(idx));
     if (ptr.in_bounds(idx, check)) ptr.base()[ptr.element_offset(idx)] = convert<T>(tile(idx));
   }
 }

@@ -1,6 +1,8 @@
 // Running a program body as a CUDA kernel: one thread block per program id, Body::num_threads
 // threads per block, the body's Shared struct in dynamic shared memory. See launch.hpp for
 // what a body is; the same body also runs on the host through run_on_host.
+//
+//   launch<Body>(DeviceLauncher{stream}, grid, params)   the GPU twin of launch<Body>(HostLauncher{}, ...)
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,7 +29,7 @@ constexpr std::size_t shared_bytes() {
 
 // Launches grid.x * grid.y * grid.z programs on `stream`. Host-side work only: shared-memory
 // size, the opt-in for more than 48 KB, the launch and its error check.
-template <class Body>
+template <KernelBody Body>
 void launch_on_device(const Grid& grid, const typename Body::Params& params, cudaStream_t stream) {
   constexpr std::size_t smem = shared_bytes<Body>();
   if constexpr (smem > 48 * 1024) {
@@ -41,6 +43,16 @@ void launch_on_device(const Grid& grid, const typename Body::Params& params, cud
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
   program_kernel<Body><<<blocks, Body::num_threads, smem, stream>>>(params);
   FA2_CUDA_CHECK_LAUNCH();
+}
+
+// The GPU launcher: one thread block per program, on `stream`.
+struct DeviceLauncher {
+  cudaStream_t stream = nullptr;
+};
+
+template <KernelBody Body>
+void launch(DeviceLauncher launcher, const Grid& grid, const typename Body::Params& params) {
+  launch_on_device<Body>(grid, params, launcher.stream);
 }
 
 }  // namespace fa2

@@ -74,9 +74,9 @@ template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
 void weighted_sum_fwd_host(WeightedSumStyle style, const WeightedSumParams<T>& p) {
   validate(p);
   const Grid grid{weighted_sum_programs(p.NUM_ROWS, ROWS_TILE_SIZE), 1, 1};
-  // num_threads (128) only shapes the GPU launch; on the host one thread plays each program.
-  with_weighted_sum_body<T, ROWS_TILE_SIZE, D_TILE_SIZE, 128>(
-      style, [&]<class Body>() { run_on_host<Body>(grid, p); });
+  // 128 threads shape the GPU launch; on the host one thread plays each program (and the race
+  // checks simulate the 128).
+  launch_weighted_sum<T, ROWS_TILE_SIZE, D_TILE_SIZE, 128>(style, HostLauncher{}, grid, p);
 }
 
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>

@@ -15,6 +15,7 @@
 #include "step03_tile_pointer/load_store.hpp"
 #include "step03_tile_pointer/tile.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
+#include "step04_weighted_sum/launch.hpp"
 #include "step04_weighted_sum/pointer_math.hpp"
 #include "step04_weighted_sum/weighted_sum.hpp"
 
@@ -108,15 +109,17 @@ struct WeightedSumTilePointer : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
   }
 };
 
-// The body for a style chosen at run time: dispatch calls f.template operator()<Body>().
-template <class T, int ROWS_TILE_SIZE, int D_TILE_SIZE, int NUM_THREADS, class F>
-void with_weighted_sum_body(WeightedSumStyle style, F&& f) {
+// Launches the body of the style chosen at run time with `launcher`: HostLauncher{} (launch.hpp)
+// or DeviceLauncher{stream} (launch_device.cuh).
+template <class T, int ROWS_TILE_SIZE, int D_TILE_SIZE, int NUM_THREADS, class Launcher>
+void launch_weighted_sum(WeightedSumStyle style, const Launcher& launcher, const Grid& grid,
+                         const WeightedSumParams<T>& p) {
   switch (style) {
     case WeightedSumStyle::pointer_math:
-      f.template operator()<WeightedSumPointerMath<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>>();
+      launch<WeightedSumPointerMath<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>>(launcher, grid, p);
       return;
     case WeightedSumStyle::tile_pointer:
-      f.template operator()<WeightedSumTilePointer<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>>();
+      launch<WeightedSumTilePointer<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>>(launcher, grid, p);
       return;
   }
   throw std::invalid_argument("style: not a WeightedSumStyle");

@@ -23,8 +23,7 @@ void weighted_sum_fwd_cuda(WeightedSumStyle style, const WeightedSumParams<T>& p
   static_assert(NUM_THREADS % 32 == 0 && NUM_THREADS <= 1024, "a program is 1 to 32 whole warps");
   validate(p);
   const Grid grid{weighted_sum_programs(p.NUM_ROWS, ROWS_TILE_SIZE), 1, 1};
-  with_weighted_sum_body<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>(
-      style, [&]<class Body>() { launch_on_device<Body>(grid, p, stream); });
+  launch_weighted_sum<T, ROWS_TILE_SIZE, D_TILE_SIZE, NUM_THREADS>(style, DeviceLauncher{stream}, grid, p);
 }
 
 }  // namespace fa2

@@ -18,6 +18,8 @@
 #include "common/bf16.hpp"
 #include "common/tensor.hpp"
 
+struct CUstream_st;  // what CUDA's cudaStream_t points to (CudaLaunchFn below)
+
 namespace fa2 {
 
 enum class DType { float32, bfloat16 };
@@ -84,8 +86,13 @@ template <class T>
 FlashOutputs<T> flash_attention_host(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                      bool causal, std::optional<float> scale = std::nullopt);
 
-// The same for any host launcher with flash_fwd_host's signature (step06's buggy variants).
+// The signatures of a launcher on the host (flash_fwd_host) and on the GPU (flash_fwd_cuda,
+// flash_fwd_cuda.hpp), shared by every kernel variant. CUstream_st is what CUDA's cudaStream_t
+// points to, named here so that this header needs no CUDA header.
 using HostLaunchFn = void (*)(const FlashFwdArgs&);
+using CudaLaunchFn = void (*)(const FlashFwdArgs&, ::CUstream_st*);
+
+// Host tensors in, new O and L out, for any host launcher (step06's buggy variants).
 template <class T>
 FlashOutputs<T> run_with_host_tensors(HostLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                       TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt);

@@ -1,16 +1,16 @@
 // The step05 kernel on the GPU: the same FlashFwdKernel body as the host path, launched by
 // DeviceLauncher, plus the host-tensor convenience wrapper.
 #include "common/cuda/device_buffer.hpp"
+#include "step04_weighted_sum/launch_device.cuh"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
+#include "step05_fa2_kernel/flash_fwd_dispatch.hpp"
 #include "step05_fa2_kernel/flash_fwd_kernel.hpp"
-#include "step05_fa2_kernel/flash_fwd_launch.cuh"
 
 namespace fa2 {
 
-FA2_FLASH_KERNEL_FAMILY(Step05Kernels, FlashFwdKernel)
-
 void flash_fwd_cuda(const FlashFwdArgs& args, cudaStream_t stream) {
-  dispatch_flash<Step05Kernels, TileSizes<>, float, bf16>(args, DeviceLauncher{stream}, "the step05 kernel");
+  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, DeviceLauncher{stream}, DTypes<float, bf16>{}, AllHeadDims{},
+                                                    "the step05 kernel");
 }
 
 template <class T>

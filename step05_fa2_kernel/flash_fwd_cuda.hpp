@@ -20,8 +20,8 @@ template <class T>
 FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                      bool causal, std::optional<float> scale = std::nullopt);
 
-// The same for any launcher with flash_fwd_cuda's signature (step06's variants, step07's kernels).
-using CudaLaunchFn = void (*)(const FlashFwdArgs&, cudaStream_t);
+// The same for any launcher with flash_fwd_cuda's signature (CudaLaunchFn, flash_fwd.hpp):
+// step06's variants, step07's kernels.
 template <class T>
 FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                         TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt);

@@ -1,17 +1,17 @@
 // The step05 kernel on the host: the same FlashFwdKernel body the GPU runs, called once per
-// program id by run_on_host (step04).
+// program id by run_on_host (step04), with its shared memory checked for races.
 #include <limits>
 
+#include "step04_weighted_sum/launch.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
+#include "step05_fa2_kernel/flash_fwd_dispatch.hpp"
 #include "step05_fa2_kernel/flash_fwd_kernel.hpp"
-#include "step05_fa2_kernel/flash_fwd_launch.hpp"
 
 namespace fa2 {
 
-FA2_FLASH_KERNEL_FAMILY(Step05Kernels, FlashFwdKernel)
-
 void flash_fwd_host(const FlashFwdArgs& args) {
-  dispatch_flash<Step05Kernels, TileSizes<>, float, bf16>(args, HostLauncher{}, "the step05 kernel");
+  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, HostLauncher{}, DTypes<float, bf16>{}, AllHeadDims{},
+                                                    "the step05 kernel");
 }
 
 template <class T>

@@ -10,7 +10,12 @@
 //
 // On the GPU, tensor-core results live in warp-wide fragments whose layout differs from
 // the row layout the softmax wants, so they travel through shared memory: DotStaging is that
-// shared memory. The host versions below ignore it.
+// shared memory, and each product has barriers of its own (tile_dot_device.cuh). The host
+// versions below compute the same values without the staging, and tell the host's race checks
+// (step03's program.hpp) which warp reads which operand elements and where the barriers are, so
+// that a kernel that reads a tile before the barrier after its load fails on the host too.
+//
+// The GPU versions come with this header when nvcc compiles it (end of file).
 #pragma once
 
 #include <type_traits>
@@ -58,10 +63,35 @@ inline float tensor_core_operand(T x) {
 }  // namespace detail
 
 // ---- host interpreter versions ------------------------------------------------------------------
+namespace detail {
+// The GPU's share-out of a product's operand reads: each 16 x 16 block (bm, bn) of the result
+// is computed by warp (bm * blocks_n + bn) % warps, which reads rows bm*16.. of A (all of K)
+// and, through `b_element`, the 16 columns bn*16.. of B. The first thread of the warp stands
+// for the warp.
+template <int M, int N, int K, class TileA, class TileB, class BElement>
+void note_product_reads(const HostProgram& prog, const TileA* A, const TileB& B, BElement b_element) {
+  const int warps = prog.simulated_threads() >= 32 ? prog.simulated_threads() / 32 : 1;
+  constexpr int blocks_n = N / 16 > 0 ? N / 16 : 1;
+  for (int bm = 0; bm * 16 < M; ++bm) {
+    for (int bn = 0; bn < blocks_n; ++bn) {
+      const int thread = ((bm * blocks_n + bn) % warps) * 32;
+      for (int k = 0; k < K; ++k) {
+        if (A != nullptr) {
+          for (int m = bm * 16; m < bm * 16 + 16 && m < M; ++m) prog.note_read(thread, *A, &A->at(m, k));
+        }
+        for (int n = bn * 16; n < bn * 16 + 16 && n < N; ++n) prog.note_read(thread, B, b_element(n, k));
+      }
+    }
+  }
+}
+}  // namespace detail
+
+// S = A B^T. On the GPU: the warps read A and B, then one barrier before the scores are shared.
 template <class TA, class TB, int M, int N, int K, int PA, int PB, class Stage>
-Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram&, const Tile<TA, Block<M, K>, PA>& A,
+Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram& prog, const Tile<TA, Block<M, K>, PA>& A,
                                         const Tile<TB, Block<N, K>, PB>& B, Stage&) {
   check_dot_operands<TA, TB>();
+  detail::note_product_reads<M, N, K>(prog, &A, B, [&](int n, int k) { return &B.at(n, k); });
   Frag<float, RowLayout<M, N, 1>> S;
   // BEGIN SOLUTION step05: S(m, n) = sum over k of A(m, k) B(n, k), on the operands the tensor cores see uses(A, B)
   for (int m = 0; m < M; ++m) {
@@ -72,14 +102,20 @@ Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram&, const Tile<TA, Block
     }
   }
   // END SOLUTION step05
+  prog.sync();
   return S;
 }
 
+// acc + A B. On the GPU: P and acc go to shared memory, a barrier, the warps read them and B,
+// a barrier before the result is shared.
 template <class TA, class TB, int M, int K, int N, int PB, class Stage>
-Frag<float, RowLayout<M, N, 1>> dot(const HostProgram&, const Frag<TA, RowLayout<M, K, 1>>& A,
+Frag<float, RowLayout<M, N, 1>> dot(const HostProgram& prog, const Frag<TA, RowLayout<M, K, 1>>& A,
                                     const Tile<TB, Block<K, N>, PB>& B, const Frag<float, RowLayout<M, N, 1>>& acc,
                                     Stage&) {
   check_dot_operands<TA, TB>();
+  prog.sync();
+  detail::note_product_reads<M, N, K>(prog, static_cast<const Tile<TB, Block<K, N>, PB>*>(nullptr), B,
+                                      [&](int n, int k) { return &B.at(k, n); });
   Frag<float, RowLayout<M, N, 1>> out;
   // BEGIN SOLUTION step05: out(m, n) = acc(m, n) + sum over k of A(m, k) B(k, n) uses(A, B, acc)
   for (int m = 0; m < M; ++m) {
@@ -90,7 +126,12 @@ Frag<float, RowLayout<M, N, 1>> dot(const HostProgram&, const Frag<TA, RowLayout
     }
   }
   // END SOLUTION step05
+  prog.sync();
   return out;
 }
 
 }  // namespace fa2
+
+#if defined(__CUDACC__)
+#include "step05_fa2_kernel/tile_dot_device.cuh"  // the same products on the GPU's tensor cores
+#endif

@@ -7,14 +7,14 @@
 #include <string>
 
 #include "common/cli.hpp"
-#include "step07_benchmark/bench_problem.hpp"
-#include "step07_benchmark/bench_report.hpp"
+#include "step07_benchmark/harness/bench_problem.hpp"
+#include "step07_benchmark/harness/bench_report.hpp"
 
 #if FA2_STEP07_WITH_CUDA
 #include "common/cuda/gpu.hpp"
 #include "common/random.hpp"
-#include "step07_benchmark/bench_runner.hpp"
-#include "step07_benchmark/impl_ours.hpp"
+#include "step07_benchmark/harness/bench_runner.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
 #endif
 
 namespace {
@@ -62,10 +62,10 @@ int demo() {
   config.budget.warmup_ms = 5.0;
   config.budget.rep_ms = 20.0;
   config.seed = fa2::fresh_seed();
-  config.reference_key = kReferenceKey;
+  config.reference_key = fa2::variants::kStep05Key;
   Runner runner(assemble_registry({}), config, std::cout);
   const Problem p{4, 8, 1024, 64, false};
-  const auto results = runner.run({p}, {kReferenceKey, "cublas"});
+  const auto results = runner.run({p}, {fa2::variants::kStep05Key, "cublas"});
   TextTable t({"implementation", "ms", "TF/s", "peak MiB", "max |err| vs fp64"});
   for (const auto& m : results) {
     const bool ok = m.status == Status::ok;

@@ -3,7 +3,7 @@
 // Read it next to the article's Triton kernel: tile pointers for Q, K, V, O and L, Q_i loaded
 // once, K_j and V_j advanced through the keys, the running m_i, l_i, O_i in float32, and O
 // divided by l once at the end. It runs on the GPU (one thread block per program) and on the
-// host (run_on_host), from this one body. Launchers: flash_fwd_launch.hpp / .cuh.
+// host (run_on_host), from this one body. Launch it with launch_flash (flash_fwd_dispatch.hpp).
 #pragma once
 
 #include <limits>
@@ -15,11 +15,14 @@
 #include "step05_fa2_kernel/flash_fwd_params.hpp"
 #include "step05_fa2_kernel/tile_dot.hpp"
 
-namespace fa2 {
-// Internal linkage: every translation unit that includes a kernel file gets its own copy, which
-// lets step06 build this kernel and its buggy twins side by side from files that differ only
-// in the lines that carry the bugs.
-namespace {
+// The kernel's namespace: fa2::step05, unless the file that includes it names another. step06
+// compiles its twins (files that differ from this one only by the lines of their bug) each in
+// its own namespace, fa2::bug1 and so on, by defining FA2_KERNEL_NAMESPACE first.
+#ifndef FA2_KERNEL_NAMESPACE
+#define FA2_KERNEL_NAMESPACE step05
+#endif
+
+namespace fa2::FA2_KERNEL_NAMESPACE {
 
 template <class Cfg>
 struct FlashFwdKernel {
@@ -118,5 +121,5 @@ struct FlashFwdKernel {
   }
 };
 
-}  // namespace
-}  // namespace fa2
+}  // namespace fa2::FA2_KERNEL_NAMESPACE
+#undef FA2_KERNEL_NAMESPACE

@@ -8,12 +8,12 @@
 
 #include "common/cli.hpp"
 #include "common/testing.hpp"
-#include "step07_benchmark/bench_options.hpp"
-#include "step07_benchmark/bench_problem.hpp"
-#include "step07_benchmark/bench_report.hpp"
-#include "step07_benchmark/bench_stats.hpp"
-#include "step07_benchmark/quoted_reference.hpp"
-#include "step07_benchmark/svg_plot.hpp"
+#include "step07_benchmark/harness/bench_options.hpp"
+#include "step07_benchmark/harness/bench_problem.hpp"
+#include "step07_benchmark/harness/bench_report.hpp"
+#include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/harness/quoted_reference.hpp"
+#include "step07_benchmark/harness/svg_plot.hpp"
 
 using namespace fa2::bench;
 

@@ -18,12 +18,12 @@
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "common/testing.hpp"
-#include "step07_benchmark/bench_device.hpp"
-#include "step07_benchmark/bench_options.hpp"
-#include "step07_benchmark/bench_runner.hpp"
-#include "step07_benchmark/impl_cublas.hpp"
-#include "step07_benchmark/impl_ours.hpp"
-#include "step07_benchmark/timing.hpp"
+#include "step07_benchmark/harness/bench_device.hpp"
+#include "step07_benchmark/harness/bench_options.hpp"
+#include "step07_benchmark/harness/bench_runner.hpp"
+#include "step07_benchmark/baselines/impl_cublas.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/harness/timing.hpp"
 
 using namespace fa2;
 using namespace fa2::bench;
@@ -104,7 +104,7 @@ TEST_SUITE("gpu") {
   TEST_CASE("the step05 kernel and cuBLAS attention support every problem of the sweep") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& impl : always_available()) {
-      if (impl.key != kReferenceKey && impl.key != "cublas") continue;
+      if (impl.key != fa2::variants::kStep05Key && impl.key != "cublas") continue;
       for (const auto& p : sweep_problems("full")) CHECK_MESSAGE(impl.unsupported(p).empty(), impl.key, " ", p.label());
     }
   }
@@ -229,7 +229,7 @@ TEST_SUITE("gpu") {
     budget.min_reps = 3;
     budget.max_reps = 50;
     for (const auto& impl : always_available()) {
-      if (impl.key != kReferenceKey && impl.key != "cublas") continue;
+      if (impl.key != fa2::variants::kStep05Key && impl.key != "cublas") continue;
       INFO(impl.key);
       PreparedRun run = impl.prepare(p, bufs, nullptr);
       const Timing t = do_bench(run.run, nullptr, flusher, budget);
@@ -252,7 +252,7 @@ TEST_SUITE("gpu") {
     std::ostringstream log;
     Runner runner(assemble_registry({}), config, log);
     const std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
-    const auto results = runner.run(problems, {kReferenceKey, "ours64x64", "cublas"});
+    const auto results = runner.run(problems, {fa2::variants::kStep05Key, "ours64x64", "cublas"});
     INFO(log.str());
     REQUIRE(results.size() == 6);
     for (const auto& m : results) {

@@ -1,15 +1,16 @@
-// Every kernel variant the benchmark times, on the GPU, against the float64 reference: the
-// ladder (v2-v4, float32 and bf16) and the fast kernel's configurations (v5, bf16). A variant
-// that fails here is wrong, whatever its speed.
+// Every row of the variants table on the GPU, against the float64 reference: step05's kernel at
+// larger tiles, the ladder (v2-v4, float32 and bf16) and the fast kernel's configurations (v5,
+// bf16). A variant that fails here is wrong, whatever its speed.
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/cuda/gpu.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
-#include "step07_benchmark/kernels/fa2_fast.hpp"
-#include "step07_benchmark/kernels/ladder.hpp"
-#include "step07_benchmark/kernels/ladder_cuda.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
 
 using fa2::testing::gpu_runner;
+using fa2::variants::kernel_variants;
 
 namespace {
 
@@ -36,33 +37,23 @@ void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vec
 }  // namespace
 
 TEST_SUITE("gpu+variants") {
-  TEST_CASE_TEMPLATE("GPU: ladder variants pass the article's test file", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("GPU: every variant passes the article's test file in the dtypes it is built for", T, float,
+                     fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
-    const auto& launchers = fa2::ladder::ladder_cuda_launchers();
-    for (std::size_t i = 0; i < launchers.size(); ++i) {
-      INFO(fa2::ladder::ladder_variants()[i].name);
-      fa2::testing::check_article_matrix<T>(gpu_runner<T>(launchers[i]));
+    for (const auto& v : kernel_variants()) {
+      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end()) continue;
+      INFO(v.name());
+      fa2::testing::check_article_matrix<T>(gpu_runner<T>(v.cuda), v.head_dims);
     }
   }
 
-  TEST_CASE("GPU: ladder variants handle causal N_q != N_k and ragged tiles") {
+  TEST_CASE("GPU: every bf16 variant handles causal N_q != N_k, ragged tiles and odd lengths") {
     FA2_SKIP_WITHOUT_GPU();
-    for (std::size_t i = 0; i < fa2::ladder::ladder_cuda_launchers().size(); ++i) {
-      INFO(fa2::ladder::ladder_variants()[i].name);
-      check_extra(gpu_runner<fa2::bf16>(fa2::ladder::ladder_cuda_launchers()[i]));
+    for (const auto& v : kernel_variants()) {
+      if (v.cuda == nullptr || v.family == "ours") continue;  // step05's kernel: step05's own GPU tests
+      INFO(v.name());
+      check_extra(gpu_runner<fa2::bf16>(v.cuda), v.head_dims);
     }
-  }
-
-  TEST_CASE("GPU: every fast configuration passes the bf16 article test file and the extra shapes") {
-    FA2_SKIP_WITHOUT_GPU();
-    for (const auto& v : fa2::fast::fast_variants()) {
-      INFO(v.name);
-      fa2::testing::check_article_matrix<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch), v.head_dims);
-      check_extra(gpu_runner<fa2::bf16>(v.launch), v.head_dims);
-    }
-    INFO("the tuned configuration");
-    fa2::testing::check_article_matrix<fa2::bf16>(gpu_runner<fa2::bf16>(&fa2::fast::flash_fwd_fast));
-    check_extra(gpu_runner<fa2::bf16>(&fa2::fast::flash_fwd_fast));
   }
 }
 
@@ -71,12 +62,13 @@ TEST_SUITE("gpu+sanitizer") {
   // a few ragged shapes, causal and not.
   TEST_CASE("GPU: fast configurations on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
-    for (const auto& v : fa2::fast::fast_variants()) {
-      INFO(v.name);
+    for (const auto& v : kernel_variants()) {
+      if (v.cuda == nullptr || v.family != "fast") continue;
+      INFO(v.name());
       for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
         if (!fa2::testing::takes_head_dim(v.head_dims, shape.D)) continue;
         for (bool causal : {false, true}) {
-          const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.launch), shape, causal);
+          const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda), shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());
           CHECK_MESSAGE(c.L.ok, c.L.summary());
         }
@@ -102,7 +94,7 @@ TEST_SUITE("variants") {
     // A configuration built for head dim 64 only refuses 128 rather than launching nothing.
     fa2::Tensor<fa2::bf16, 3> h128({1, 8, 128});
     auto d = fa2::make_flash_args<fa2::bf16>(h128.cview(), h128.cview(), h128.cview(), h128.view(), lh.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::fast_variants().front().launch(d, nullptr), doctest::Contains("built for head dims 64"),
+    CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr), doctest::Contains("built for head dims 64"),
                          std::invalid_argument);
   }
 }

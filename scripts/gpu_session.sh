@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Build, test, sanitize and benchmark on one GPU machine, in one command per phase, with every
+# log written to one folder (and packed into OUT/session.tgz, one file to copy off a remote
+# machine). Uses preset sm90 (Hopper); set FA2_PRESET for another, e.g. default.
+#
+#   scripts/gpu_session.sh test  [OUT]   configure (with PyTorch when python3 has it), build
+#                                        everything, every test with FA2_REQUIRE_GPU=1, then
+#                                        compute-sanitizer (memcheck, racecheck) on the GPU suites,
+#                                        racecheck on step05's kernel without its barrier (it
+#                                        must report the race), and the SASS of the fast kernels
+#                                        (no local memory allowed)
+#   scripts/gpu_session.sh bench [OUT]   step07_bench (BENCH_ARGS, default: the full sweep), then
+#                                        ncu on the step05, ladder and fast kernels
+#   scripts/gpu_session.sh all   [OUT]   test, then bench
+#
+# OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
+# failed. Leaves the GPU's clocks and settings alone (ncu runs with --clock-control none).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+phase="${1:-}"
+case "$phase" in
+  -h | --help) usage; exit 0 ;;
+  test | bench | all) ;;
+  *) echo "gpu_session.sh: the phase must be test, bench or all, got '${phase}'" >&2; usage >&2; exit 2 ;;
+esac
+out="${2:-./gpu_session}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+preset="${FA2_PRESET:-sm90}"
+build="build/$preset"
+status=0
+started=$(date +%s)
+log() { echo "[gpu_session +$(($(date +%s) - started))s] $*"; }
+
+configure_and_build() {
+  local args=(--preset "$preset")
+  local torch_prefix
+  if torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2> /dev/null); then
+    args+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
+  else
+    log "python3 cannot import torch: step07_bench is built without the PyTorch SDPA columns"
+  fi
+  log "configure: cmake ${args[*]}"
+  cmake "${args[@]}" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
+  grep -E "step07_bench:|GPU tests" "$out/configure.log" || true
+  log "build (-j $(nproc))"
+  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 ||
+    { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
+}
+
+# sanitize <name> <tool> <seconds> <test binary> [doctest filters...]: one compute-sanitizer run.
+sanitize() {
+  local name=$1 tool=$2 secs=$3 bin=$4
+  shift 4
+  local rc=0
+  FA2_REQUIRE_GPU=1 timeout "$secs" compute-sanitizer --tool "$tool" --error-exitcode 99 "$build/$bin" "$@" \
+    > "$out/sanitizer_${name}.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "  $name ($tool): exit $rc | $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$out/sanitizer_${name}.log" | tail -n 1)" \
+    "| $(grep -E "test cases:" "$out/sanitizer_${name}.log" | tail -n 1)"
+}
+
+phase_test() {
+  {
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv
+    nvcc --version | tail -n 2
+    cmake --version | head -n 1
+    python3 -c 'import torch; print("torch", torch.__version__, "cudnn", torch.backends.cudnn.version())' 2>&1
+  } > "$out/env.txt" 2>&1
+  cat "$out/env.txt"
+  configure_and_build
+  log "every test, FA2_REQUIRE_GPU=1"
+  FA2_REQUIRE_GPU=1 ctest --test-dir "$build" -j 8 --timeout 900 --output-on-failure > "$out/ctest.log" 2>&1 || status=1
+  grep -E "tests passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout" "$out/ctest.log" | tail -n 20
+
+  log "compute-sanitizer"
+  sanitize step04_memcheck memcheck 300 step04_weighted_sum/step04_gpu_tests
+  sanitize step04_racecheck racecheck 300 step04_weighted_sum/step04_gpu_tests
+  sanitize step05_memcheck memcheck 300 step05_fa2_kernel/step05_gpu_tests "-tce=*2^31*,*without its barrier*"
+  sanitize step05_racecheck racecheck 300 step05_fa2_kernel/step05_gpu_tests "-tc=GPU and host paths*,GPU: strided*"
+  sanitize step06_memcheck memcheck 300 step06_tests_bugs/step06_gpu_tests
+  sanitize step07_memcheck memcheck 300 step07_benchmark/step07_gpu_tests
+  sanitize step07_variants_memcheck memcheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+  sanitize step07_variants_racecheck racecheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+  sanitize common_memcheck memcheck 60 common/common_gpu_tests "-tce=*failing CUDA call*"
+
+  # The host's race checks say step05's kernel needs its barrier; racecheck must agree on the GPU.
+  local rc=0
+  timeout 300 compute-sanitizer --tool racecheck --error-exitcode 99 "$build/step05_fa2_kernel/step05_gpu_tests" \
+    "-tc=*without its barrier*" > "$out/sanitizer_step05_without_barrier.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 99 ] && grep -q -E "Race reported|hazard" "$out/sanitizer_step05_without_barrier.log"; then
+    echo "  step05 without its barrier (racecheck): the race is reported, as on the host" \
+      "| $(grep -E "RACECHECK SUMMARY" "$out/sanitizer_step05_without_barrier.log" | tail -n 1)"
+  else
+    echo "  step05 without its barrier (racecheck): exit $rc, no race reported: the GPU and the host disagree"
+    status=1
+  fi
+
+  log "SASS of the fast kernels: tensor-core, ldmatrix, cp.async and local-memory instructions"
+  cuobjdump -sass "$build/step07_benchmark/step07_bench" 2> /dev/null | awk '
+    /Function :/ { name = $3 }
+    /HMMA/ { hmma[name]++ } /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
+    END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
+  ' | sort -k9 > "$out/sass_counts.txt"
+  echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$7 > 0' "$out/sass_counts.txt" | wc -l)"
+}
+
+phase_bench() {
+  [ -x "$build/step07_benchmark/step07_bench" ] || configure_and_build
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw \
+    --format=csv > "$out/gpu_state.txt" 2>&1 || true
+  log "step07_bench --out $out ${BENCH_ARGS:-}"
+  # shellcheck disable=SC2086
+  "$build/step07_benchmark/step07_bench" --out "$out" ${BENCH_ARGS:-} > "$out/step07_log.txt" 2>&1 || status=1
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader \
+    >> "$out/gpu_state.txt" 2>&1 || true
+  sed -n '/^not timed:/,/^$/p' "$out/step07_log.txt" | head -n 20
+  sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt"
+
+  log "ncu (clocks left alone)"
+  profile() {  # name kernel-regex bench-args...
+    local name=$1 kernel=$2
+    shift 2
+    timeout 200 ncu --clock-control none --kernel-name-base demangled -k "regex:$kernel" --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis_Tables \
+      --metrics sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+      "$build/step07_benchmark/step07_bench" --n=4096 --d=64 --causal=no --quick --no-ceilings "$@" \
+      > "$out/ncu_${name}.txt" 2>&1
+    echo "  ncu $name: exit $?"
+  }
+  profile step05_16x16 "FlashFwdKernel" --impl=ours16
+  profile ladder_v4 "LadderKernel" --impl=v4
+  profile fast_v5 "fast_fwd_kernel" --impl=v5
+}
+
+case "$phase" in
+  test) phase_test ;;
+  bench) phase_bench ;;
+  all) phase_test; phase_bench ;;
+esac
+tar czf "/tmp/gpu_session_$$.tgz" -C "$out" --exclude=session.tgz . && mv "/tmp/gpu_session_$$.tgz" "$out/session.tgz"
+log "done (status $status); logs in $out, all of them packed in $out/session.tgz"
+exit "$status"

@@ -1,0 +1,453 @@
+// The benchmark's driver (see bench_runner.hpp): inputs, checks, timing, memory, per problem.
+#include "step07_benchmark/harness/bench_runner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <ostream>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
+#include "step07_benchmark/harness/bench_device.hpp"
+#include "step07_benchmark/baselines/impl_cublas.hpp"
+
+namespace fa2::bench {
+namespace {
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+
+std::string sci(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1e", v);
+  return buf;
+}
+
+// One query row checked against float64: which row, and the float64 answer (D values).
+struct SampledRow {
+  index_t head = 0;  // b*H + h
+  int q = 0;
+  std::vector<double> expected;
+};
+
+void copy_to_host(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  FA2_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+// Softmax attention of one query row in float64, with the causal mask k <= q.
+std::vector<double> reference_row(const Problem& p, const std::vector<bf16>& q_row, const std::vector<bf16>& K,
+                                  const std::vector<bf16>& V, int q) {
+  const auto D = static_cast<std::size_t>(p.D);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(p.D));
+  const int last = p.causal ? q : p.N - 1;
+  std::vector<double> s(static_cast<std::size_t>(last) + 1);
+  double m = -std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    double dot = 0.0;
+    for (std::size_t d = 0; d < D; ++d) dot += static_cast<double>(static_cast<float>(q_row[d])) * static_cast<double>(static_cast<float>(K[k * D + d]));
+    s[k] = dot * scale;
+    m = std::max(m, s[k]);
+  }
+  std::vector<double> out(D, 0.0);
+  double l = 0.0;
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const double w = std::exp(s[k] - m);
+    l += w;
+    for (std::size_t d = 0; d < D; ++d) out[d] += w * static_cast<double>(static_cast<float>(V[k * D + d]));
+  }
+  for (double& x : out) x /= l;
+  return out;
+}
+
+std::vector<SampledRow> sample_rows(const Problem& p, const AttentionBuffers& b, const RunnerConfig& cfg,
+                                    std::mt19937_64& rng, cudaStream_t stream) {
+  const index_t heads = p.heads();
+  std::vector<index_t> chosen_heads = {0, heads - 1};
+  std::uniform_int_distribution<index_t> pick_head(0, heads - 1);
+  for (int tries = 0; tries < 100 && static_cast<int>(chosen_heads.size()) < cfg.sampled_heads; ++tries) {
+    chosen_heads.push_back(pick_head(rng));
+  }
+  std::sort(chosen_heads.begin(), chosen_heads.end());
+  chosen_heads.erase(std::unique(chosen_heads.begin(), chosen_heads.end()), chosen_heads.end());
+
+  const auto D = static_cast<std::size_t>(p.D);
+  const std::size_t head_elems = static_cast<std::size_t>(p.N) * D;
+  std::vector<SampledRow> rows;
+  std::vector<bf16> K(head_elems), V(head_elems), q_row(D);
+  std::uniform_int_distribution<int> pick_q(0, p.N - 1);
+  for (index_t h : chosen_heads) {
+    const std::size_t offset = static_cast<std::size_t>(h) * head_elems;
+    copy_to_host(K.data(), b.k + offset, head_elems * sizeof(bf16), stream);
+    copy_to_host(V.data(), b.v + offset, head_elems * sizeof(bf16), stream);
+    std::vector<int> qs = {0, p.N - 1};
+    for (int tries = 0; tries < 100 && static_cast<int>(qs.size()) < cfg.sampled_rows_per_head; ++tries) {
+      qs.push_back(pick_q(rng));
+    }
+    std::sort(qs.begin(), qs.end());
+    qs.erase(std::unique(qs.begin(), qs.end()), qs.end());
+    for (int q : qs) {
+      copy_to_host(q_row.data(), b.q + offset + static_cast<std::size_t>(q) * D, D * sizeof(bf16), stream);
+      rows.push_back(SampledRow{h, q, reference_row(p, q_row, K, V, q)});
+    }
+  }
+  return rows;
+}
+
+struct SampledCheck {
+  bool ok = true;
+  double max_abs_error = 0.0;
+  std::string first_failure;
+};
+
+SampledCheck check_sampled(const std::vector<SampledRow>& rows, const Problem& p, const bf16* o, const RunnerConfig& cfg,
+                           cudaStream_t stream) {
+  SampledCheck c;
+  const auto D = static_cast<std::size_t>(p.D);
+  std::vector<bf16> got(D);
+  for (const auto& row : rows) {
+    const std::size_t offset = (static_cast<std::size_t>(row.head) * static_cast<std::size_t>(p.N) +
+                                static_cast<std::size_t>(row.q)) * D;
+    copy_to_host(got.data(), o + offset, D * sizeof(bf16), stream);
+    for (std::size_t d = 0; d < D; ++d) {
+      const double a = static_cast<double>(static_cast<float>(got[d]));
+      const double e = row.expected[d];
+      const double diff = std::fabs(a - e);
+      const bool bad = std::isnan(a) || !(diff <= cfg.atol + cfg.rtol * std::fabs(e));
+      if (std::isfinite(diff)) c.max_abs_error = std::max(c.max_abs_error, diff);
+      if (bad && c.ok) {
+        c.ok = false;
+        char buf[200];
+        std::snprintf(buf, sizeof buf, "row (b*h=%lld, q=%d), d=%zu: got %.6g, float64 says %.6g",
+                      static_cast<long long>(row.head), row.q, d, a, e);
+        c.first_failure = buf;
+      }
+    }
+  }
+  return c;
+}
+
+std::string describe_mismatch(const DeviceCompare& c, const Problem& p, const bf16* actual, const bf16* expected,
+                              const std::string& against, cudaStream_t stream) {
+  std::ostringstream s;
+  s << c.mismatched << " of " << c.checked << " elements differ from " << against;
+  if (c.nan_count > 0) s << " (" << c.nan_count << " NaN: unwritten or invalid)";
+  if (c.worst_index >= 0) {
+    const auto i = static_cast<std::size_t>(c.worst_index);
+    const auto D = static_cast<std::size_t>(p.D), N = static_cast<std::size_t>(p.N);
+    bf16 a{}, e{};
+    copy_to_host(&a, actual + i, sizeof a, stream);
+    copy_to_host(&e, expected + i, sizeof e, stream);
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "; worst at (b*h=%zu, q=%zu, d=%zu): %.6g vs %.6g", i / (N * D), (i / D) % N, i % D,
+                  static_cast<double>(static_cast<float>(a)), static_cast<double>(static_cast<float>(e)));
+    s << buf;
+  }
+  return s.str();
+}
+
+void poison(const AttentionBuffers& b, const Problem& p, cudaStream_t stream) {
+  FA2_CUDA_CHECK(cudaMemsetAsync(b.o, 0xFF, static_cast<std::size_t>(p.qkv_elements()) * sizeof(bf16), stream));
+  FA2_CUDA_CHECK(cudaMemsetAsync(b.l, 0xFF, static_cast<std::size_t>(p.heads() * p.N) * sizeof(float), stream));
+}
+
+// After an exception: clears a non-sticky error, and stops the run if the context is broken
+// (an illegal address and the like poison every later call, so nothing after it can be trusted).
+void ensure_context_usable(const std::string& after) {
+  if (cudaDeviceSynchronize() == cudaSuccess) return;
+  (void)cudaGetLastError();
+  const cudaError_t again = cudaDeviceSynchronize();
+  if (again != cudaSuccess) {
+    throw std::runtime_error("the CUDA context is unusable after " + after + " (" + cudaGetErrorName(again) +
+                             "); stopping. Results so far were written.");
+  }
+}
+
+}  // namespace
+
+DeviceInfo DeviceInfo::query(int device) {
+  DeviceInfo info;
+  info.device = device;
+  cudaDeviceProp prop{};
+  FA2_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  info.name = prop.name;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.sm_count = prop.multiProcessorCount;
+  info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  info.total_memory = prop.totalGlobalMem;
+  info.mem_bus_bits = prop.memoryBusWidth;
+  int v = 0;
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrClockRate, device) == cudaSuccess && v > 0) {
+    info.sm_clock_khz = v;
+  } else {
+    (void)cudaGetLastError();
+  }
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrMemoryClockRate, device) == cudaSuccess && v > 0) {
+    info.mem_clock_khz = v;
+  } else {
+    (void)cudaGetLastError();
+  }
+  FA2_CUDA_CHECK(cudaDriverGetVersion(&info.driver_version));
+  FA2_CUDA_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
+  info.cublas_version = cublas_version_string();
+  return info;
+}
+
+std::string DeviceInfo::describe() const {
+  std::ostringstream s;
+  s << "GPU " << device << ": " << name << " (sm_" << cc_major << cc_minor << "), " << sm_count << " SMs, L2 "
+    << format_bytes(static_cast<double>(l2_bytes)) << ", " << format_bytes(static_cast<double>(total_memory))
+    << " device memory\n";
+  s << "clocks (peak, from cudaDeviceGetAttribute; current clocks need NVML, not linked): SM "
+    << (sm_clock_khz ? std::to_string(*sm_clock_khz / 1000) + " MHz" : std::string("n/a")) << ", memory "
+    << (mem_clock_khz ? std::to_string(*mem_clock_khz / 1000) + " MHz" : std::string("n/a")) << ", " << mem_bus_bits
+    << "-bit bus\n";
+  s << "CUDA driver " << version_text(driver_version) << ", runtime " << version_text(runtime_version) << ", cuBLAS "
+    << cublas_version << "\n";
+  return s.str();
+}
+
+std::vector<Implementation> assemble_registry(std::vector<Implementation> torch) {
+  std::vector<Implementation> all = kernel_implementations();
+  for (auto& impl : torch) all.push_back(std::move(impl));
+  all.push_back(cublas_attention_implementation());
+  std::set<std::string> keys;
+  for (const auto& impl : all) {
+    if (impl.key.empty() || impl.key.find_first_of(" ,\"") != std::string::npos) {
+      throw std::invalid_argument("implementation key '" + impl.key + "' must be non-empty, without spaces or commas");
+    }
+    if (!impl.prepare || !impl.unsupported || !impl.extra_bytes) {
+      throw std::invalid_argument("implementation '" + impl.key + "' lacks prepare, unsupported or extra_bytes");
+    }
+    if (!keys.insert(impl.key).second) throw std::invalid_argument("two implementations have the key '" + impl.key + "'");
+  }
+  return all;
+}
+
+Runner::Runner(std::vector<Implementation> impls, RunnerConfig config, std::ostream& log)
+    : impls_(std::move(impls)), config_(std::move(config)), log_(log) {
+  const bool has_ref = std::any_of(impls_.begin(), impls_.end(),
+                                   [&](const Implementation& i) { return i.key == config_.reference_key; });
+  if (!has_ref) throw std::invalid_argument("the reference implementation '" + config_.reference_key + "' is not registered");
+  int device = 0;
+  FA2_CUDA_CHECK(cudaGetDevice(&device));
+  FA2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  flusher_ = std::make_unique<L2Flusher>(l2_flush_bytes(device));
+}
+
+Runner::~Runner() {
+  flusher_.reset();
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);  // no throw from a destructor
+}
+
+Ceilings Runner::measure_ceilings() {
+  TimingBudget short_budget = config_.budget;
+  short_budget.warmup_ms = std::min(short_budget.warmup_ms, 10.0);
+  short_budget.rep_ms = std::min(short_budget.rep_ms, 50.0);
+  const std::size_t bytes = std::size_t{1} << 30;
+  double tbps = 0.0;
+  {
+    cuda::DeviceBuffer<unsigned char> src(bytes), dst(bytes);
+    FA2_CUDA_CHECK(cudaMemsetAsync(src.data(), 1, bytes, stream_));
+    const Timing t = do_bench(
+        [&] { FA2_CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, stream_)); },
+        stream_, *flusher_, short_budget);
+    tbps = 2.0 * static_cast<double>(bytes) / (t.ms.median * 1e-3) / 1e12;
+  }
+  const double tflops = measure_bf16_gemm_tflops(8192, stream_, *flusher_, short_budget, config_.seed ^ 0x5eedu);
+  return Ceilings{tflops, tbps, "measured here: cuBLAS bf16 GEMM 8192^3 on random data; 1 GiB device-to-device copy"};
+}
+
+std::vector<Measurement> Runner::run(const std::vector<Problem>& problems, const std::vector<std::string>& keys,
+                                     const std::function<void(const std::vector<Measurement>&)>& after_problem) {
+  for (const auto& key : keys) {
+    const bool known = std::any_of(impls_.begin(), impls_.end(), [&](const Implementation& i) { return i.key == key; });
+    if (!known) {
+      std::string all;
+      for (const auto& i : impls_) all += (all.empty() ? "" : ", ") + i.key;
+      throw std::invalid_argument("--impl: unknown key '" + key + "', registered: " + all);
+    }
+  }
+  std::vector<Measurement> out;
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    run_problem(problems[i], i, keys, out);
+    if (after_problem) after_problem(out);
+  }
+  return out;
+}
+
+void Runner::run_problem(const Problem& p, std::size_t index, const std::vector<std::string>& keys,
+                         std::vector<Measurement>& out) {
+  const auto selected = [&](const Implementation& impl) {
+    return keys.empty() || std::find(keys.begin(), keys.end(), impl.key) != keys.end();
+  };
+  const FloorTime floor = floor_time(p, h200_datasheet());
+  char head[256];
+  std::snprintf(head, sizeof head, "\n== %s: %.2f GFLOP, %s least traffic, H200 datasheet floor %.3f ms (%s-bound)\n",
+                p.label().c_str(), attention_flops(p) * 1e-9, format_bytes(min_traffic_bytes(p)).c_str(),
+                floor.floor_ms(), floor.compute_bound() ? "compute" : "memory");
+  log_ << head << std::flush;
+
+  const auto record_all = [&](Status status, const std::string& why) {
+    for (const auto& impl : impls_) {
+      if (!selected(impl)) continue;
+      Measurement m;
+      m.key = impl.key;
+      m.name = impl.name;
+      m.problem = p;
+      m.status = status;
+      m.note = why;
+      out.push_back(m);
+    }
+    log_ << "  all implementations " << to_string(status) << ": " << why << "\n";
+  };
+
+  const auto elems = static_cast<std::size_t>(p.qkv_elements());
+  const auto rows = static_cast<std::size_t>(p.heads() * p.N);
+  {
+    const std::size_t need = io_bytes(p) + elems * sizeof(bf16) + (std::size_t{1} << 30);
+    std::size_t free_bytes = 0, total_bytes = 0;
+    FA2_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (need > free_bytes) {
+      record_all(Status::skipped, "inputs and outputs need " + format_bytes(static_cast<double>(need)) + ", " +
+                                      format_bytes(static_cast<double>(free_bytes)) + " free");
+      return;
+    }
+  }
+
+  cuda::DeviceBuffer<bf16> q(elems), k(elems), v(elems), o(elems), o_ref(elems);
+  cuda::DeviceBuffer<float> l(rows);
+  const AttentionBuffers bufs{q.data(), k.data(), v.data(), o.data(), l.data()};
+  const std::uint64_t seed = config_.seed + 0x9e3779b97f4a7c15ull * (index + 1);
+  fill_normal_bf16(q.data(), elems, seed + 1, stream_);
+  fill_normal_bf16(k.data(), elems, seed + 2, stream_);
+  fill_normal_bf16(v.data(), elems, seed + 3, stream_);
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::mt19937_64 rng(seed);
+  const std::vector<SampledRow> sampled = sample_rows(p, bufs, config_, rng, stream_);
+
+  // The reference first: its output is what every other one is compared to.
+  std::vector<const Implementation*> order;
+  order.reserve(impls_.size());
+  for (const auto& impl : impls_) {
+    if (impl.key == config_.reference_key) order.push_back(&impl);
+  }
+  for (const auto& impl : impls_) {
+    if (impl.key != config_.reference_key && selected(impl)) order.push_back(&impl);
+  }
+
+  bool have_ref = false;
+  for (const Implementation* impl : order) {
+    const bool is_ref = impl->key == config_.reference_key;
+    Measurement m;
+    m.key = impl->key;
+    m.name = impl->name;
+    m.problem = p;
+    const std::string against = have_ref ? config_.reference_key : std::string("itself (NaN scan only)");
+
+    // Full-tensor comparison of O with the reference's O (or, without one, a NaN scan).
+    const auto compare_full = [&](std::string& why) {
+      const bf16* expected = have_ref ? o_ref.data() : o.data();
+      const DeviceCompare c = compare_bf16(o.data(), expected, elems, config_.atol, config_.rtol, stream_);
+      m.max_err_ref = have_ref ? std::optional<double>(c.max_abs_error) : std::nullopt;
+      if (!c.ok()) why = describe_mismatch(c, p, o.data(), expected, against, stream_);
+      return c.ok();
+    };
+
+    try {
+      if (const std::string why = impl->unsupported(p); !why.empty()) {
+        m.status = Status::unsupported;
+        m.note = why;
+      } else {
+        PreparedRun run = impl->prepare(p, bufs, stream_);
+        m.backend = run.backend;
+        const std::function<void()> run_into_o = run.run_into_o ? run.run_into_o : run.run;
+
+        // 1. Check: poisoned outputs, one run, then float64 rows and the whole tensor.
+        poison(bufs, p, stream_);
+        run_into_o();
+        FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        const SampledCheck s = check_sampled(sampled, p, o.data(), config_, stream_);
+        m.max_err_fp64 = s.max_abs_error;
+        if (is_ref && s.ok) {
+          FA2_CUDA_CHECK(cudaMemcpyAsync(o_ref.data(), o.data(), elems * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
+          FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+          have_ref = true;
+        }
+        std::string why_full;
+        const bool full_ok = compare_full(why_full);
+        if (!s.ok || !full_ok) {
+          m.status = Status::failed;
+          m.note = !s.ok ? "float64 check failed: " + s.first_failure : why_full;
+          if (is_ref) {
+            have_ref = false;
+            log_ << "  reference " << impl->key << " FAILED (" << m.note
+                 << "): the others are checked against float64 rows and a NaN scan only\n";
+          }
+        } else if (!selected(*impl)) {
+          m.note = "checked only (the reference, not selected for timing)";
+        } else {
+          // 2. Time it.
+          const Timing t = do_bench(run.run, stream_, *flusher_, config_.budget);
+          m.ms = t.ms;
+          m.reps = t.plan.reps;
+          m.tflops = tflops_per_s(attention_flops(p), t.ms.median);
+          // 3. The same answer after hundreds of runs? A result that moves is a race.
+          if (config_.recheck_after_timing) {
+            poison(bufs, p, stream_);
+            run_into_o();
+            FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            std::string why_again;
+            if (!compare_full(why_again)) {
+              m.status = Status::failed;
+              m.note = "correct before timing, wrong after it (a race?): " + why_again;
+            }
+          }
+          // 4. Memory while it runs.
+          std::optional<std::size_t> measured;
+          if (run.measure_extra_bytes) measured = run.measure_extra_bytes();
+          if (measured) {
+            m.peak_bytes = static_cast<double>(3 * elems * sizeof(bf16) + *measured);
+            m.peak_source = "allocator";
+          } else {
+            m.peak_bytes = static_cast<double>(io_bytes(p) + impl->extra_bytes(p));
+            m.peak_source = "counted";
+          }
+        }
+      }
+    } catch (const NotRunnable& e) {
+      m.status = e.kind() == NotRunnable::Kind::skipped       ? Status::skipped
+                 : e.kind() == NotRunnable::Kind::unavailable ? Status::unavailable
+                                                              : Status::unsupported;
+      m.note = e.what();
+    } catch (const std::exception& e) {
+      m.status = Status::error;
+      m.note = e.what();
+      ensure_context_usable(impl->key);
+    }
+
+    char line[400];
+    if (!selected(*impl) && m.status == Status::ok) {
+      log_ << "  " << m.key << "  checked (reference only, not timed)\n";
+    } else if (m.status == Status::ok) {
+      std::snprintf(line, sizeof line,
+                    "  %-12s ok  %9.4f ms  %7.1f TF/s  peak %8.1f MiB  |err| vs %s %s, vs fp64 %s  (%d reps%s%s)\n",
+                    m.key.c_str(), m.ms.median, m.tflops, m.peak_bytes.value_or(0.0) / (1024.0 * 1024.0),
+                    is_ref ? "itself" : config_.reference_key.c_str(), m.max_err_ref ? sci(*m.max_err_ref).c_str() : "-",
+                    m.max_err_fp64 ? sci(*m.max_err_fp64).c_str() : "-", m.reps, m.backend.empty() ? "" : ", backend ",
+                    m.backend.c_str());
+      log_ << line;
+    } else {
+      log_ << "  " << m.key << "  " << to_string(m.status) << ": " << m.note << "\n";
+    }
+    log_ << std::flush;
+    if (selected(*impl)) out.push_back(std::move(m));
+  }
+}
+
+}  // namespace fa2::bench

@@ -1,0 +1,91 @@
+// The benchmark's driver: for every problem it makes fresh random inputs on the device, checks
+// every implementation's output (poisoned with NaN first) against the reference kernel on the
+// whole tensor and against float64 on sampled rows, times only those that pass (do_bench
+// style), checks once more after timing, and records memory. Used by step07_bench, the demo and
+// the GPU tests.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "step07_benchmark/harness/bench_problem.hpp"
+#include "step07_benchmark/harness/bench_report.hpp"
+#include "step07_benchmark/harness/implementation.hpp"
+#include "step07_benchmark/harness/timing.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
+
+namespace fa2::bench {
+
+// What the header says about the GPU and the libraries.
+struct DeviceInfo {
+  int device = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t total_memory = 0;
+  std::optional<int> sm_clock_khz;   // peak, from cudaDevAttrClockRate (no NVML: not the current clock)
+  std::optional<int> mem_clock_khz;  // peak, from cudaDevAttrMemoryClockRate
+  int mem_bus_bits = 0;
+  int driver_version = 0, runtime_version = 0;
+  std::string cublas_version;
+
+  static DeviceInfo query(int device);
+  std::string describe() const;  // several lines for the header
+};
+
+// Our kernels (the variants table), then (torch) and cuBLAS, in table order. `torch` comes from impl_torch.hpp
+// (step07_bench) or is empty (demo, tests).
+std::vector<Implementation> assemble_registry(std::vector<Implementation> torch);
+
+struct RunnerConfig {
+  TimingBudget budget;
+  std::uint64_t seed = 0;
+  std::string reference_key = variants::kStep05Key;  // step05's kernel: see README.md for why it is the reference
+  double atol = 2e-2;                    // bf16 outputs: a few ulps of bf16 near 1 (2^-8 = 0.004)
+  double rtol = 2e-2;
+  int sampled_heads = 4;                 // float64 check: first, last and random (batch, head) pairs
+  int sampled_rows_per_head = 4;         // query 0, query N-1 and random ones
+  bool recheck_after_timing = true;      // catches results that change from run to run (races)
+};
+
+class Runner {
+ public:
+  // Takes the registry; the reference key must be in it. Creates the stream and the L2 flusher.
+  Runner(std::vector<Implementation> impls, RunnerConfig config, std::ostream& log);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  // Runs `problems` for the implementations whose key is in `keys` (empty: all). The reference
+  // always runs its check; it gets a row only if selected. `after_problem` is called with every
+  // measurement so far after each problem (e.g. to rewrite the CSV).
+  std::vector<Measurement> run(const std::vector<Problem>& problems, const std::vector<std::string>& keys,
+                               const std::function<void(const std::vector<Measurement>&)>& after_problem = {});
+
+  // Device copy bandwidth (TB/s, bytes read + written) and bf16 GEMM rate (TFLOP/s).
+  Ceilings measure_ceilings();
+
+  cudaStream_t stream() const { return stream_; }
+  const std::vector<Implementation>& implementations() const { return impls_; }
+  std::size_t flush_bytes() const { return flusher_->bytes(); }
+
+ private:
+  void run_problem(const Problem& p, std::size_t index, const std::vector<std::string>& keys,
+                   std::vector<Measurement>& out);
+
+  std::vector<Implementation> impls_;
+  RunnerConfig config_;
+  std::ostream& log_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<L2Flusher> flusher_;
+};
+
+}  // namespace fa2::bench

@@ -1,0 +1,62 @@
+// flash_implementation(): wraps a launcher with flash_fwd_cuda's signature as a registry entry;
+// kernel_implementations(): one for every row of the variants table.
+#include "step07_benchmark/harness/implementation.hpp"
+
+#include <string>
+#include <utility>
+
+#include "step07_benchmark/kernels/variants.hpp"
+
+namespace fa2::bench {
+
+FlashFwdArgs flash_args_for(const Problem& p, const AttentionBuffers& b) {
+  const Extents<3> shape{p.heads(), p.N, p.D};
+  const Extents<2> l_shape{p.heads(), p.N};
+  return make_flash_args<bf16>(TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
+                               TensorView<const bf16, 3>(b.v, shape), TensorView<bf16, 3>(b.o, shape),
+                               TensorView<float, 2>(b.l, l_shape), p.causal);
+}
+
+Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
+                                    std::function<std::string(const Problem&)> unsupported,
+                                    std::function<std::string(const FlashFwdArgs&)> refuses) {
+  if (fn == nullptr) throw std::invalid_argument("flash_implementation(" + key + "): null launcher");
+  Implementation impl;
+  impl.name = std::move(name);
+  impl.key = std::move(key);
+  impl.family = std::move(family);
+  impl.unsupported = unsupported ? std::move(unsupported) : [](const Problem&) { return std::string(); };
+  impl.extra_bytes = [](const Problem&) { return std::size_t{0}; };  // O and L only: nothing else
+  impl.prepare = [fn, refuses](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
+    const FlashFwdArgs args = flash_args_for(p, b);
+    validate(args);  // a bad argument is reported once here, not thrown from the timing loop
+    if (refuses) {
+      if (std::string why = refuses(args); !why.empty()) {
+        throw NotRunnable(NotRunnable::Kind::unsupported, why);
+      }
+    }
+    PreparedRun run;
+    run.run = [fn, args, stream] { fn(args, stream); };
+    return run;
+  };
+  return impl;
+}
+
+std::vector<Implementation> kernel_implementations() {
+  std::vector<Implementation> out;
+  for (const auto& v : variants::kernel_variants()) {
+    if (v.cuda == nullptr) continue;
+    const auto& variant = v;  // the table lives as long as the program
+    const auto unsupported = [&variant](const Problem& p) {
+      return variant.builds(DType::bfloat16, static_cast<int>(p.D))
+                 ? std::string()
+                 : "head dim " + std::to_string(p.D) + " (" + variant.key + " is built for other head dims)";
+    };
+    std::function<std::string(const FlashFwdArgs&)> refuses;
+    if (v.refuses != nullptr) refuses = v.refuses;
+    out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses));
+  }
+  return out;
+}
+
+}  // namespace fa2::bench

@@ -1,0 +1,88 @@
+// The registry entry of one attention implementation in step07_bench: how to tell whether it
+// takes a problem, what device memory it needs, and how to prepare it once and then enqueue
+// one forward pass on a stream (what the harness checks, then times).
+//
+// Our kernels come from the variants table (kernels/variants.cpp): adding a kernel with
+// flash_fwd_cuda's signature is one row there, and kernel_implementations() registers it.
+// Anything else (another library, another algorithm) fills an Implementation by hand, as
+// baselines/impl_cublas.cu and baselines/impl_torch.cpp do.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/bf16.hpp"
+#include "step05_fa2_kernel/flash_fwd.hpp"
+#include "step05_fa2_kernel/flash_fwd_cuda.hpp"
+#include "step07_benchmark/harness/bench_problem.hpp"
+
+namespace fa2::bench {
+
+// Device buffers of one problem, all (B, H, N, ...) contiguous, which is (B*H, N, ...) for our
+// kernels. Every implementation reads Q, K, V and must leave its output in O; L is for those
+// that also produce the logsumexp (ours, cuBLAS) and may be left alone by the others.
+struct AttentionBuffers {
+  const bf16* q = nullptr;  // (B*H, N, D)
+  const bf16* k = nullptr;  // (B*H, N, D)
+  const bf16* v = nullptr;  // (B*H, N, D)
+  bf16* o = nullptr;        // (B*H, N, D)
+  float* l = nullptr;       // (B*H, N)
+};
+
+// An implementation made ready for one problem: workspaces allocated, handles created.
+// Whatever it owns lives in the captures of its functions and is freed when it is destroyed.
+struct PreparedRun {
+  std::function<void()> run;         // enqueues one forward pass on the stream: what is timed
+  std::function<void()> run_into_o;  // the same, leaving the result in AttentionBuffers::o
+                                     // (empty: `run` already does; Torch copies its output)
+  // Device bytes used beyond Q, K, V (e.g. Torch's allocator peak around one call); empty:
+  // the harness counts O, L and Implementation::extra_bytes instead.
+  std::function<std::optional<std::size_t>()> measure_extra_bytes;
+  std::string backend;               // what will run, when known (e.g. "cudnn")
+};
+
+// Thrown by `prepare` when an implementation cannot run a problem here for a reason that is not
+// a bug: not enough free device memory (skipped) or a forced backend refusing it (unavailable).
+class NotRunnable : public std::runtime_error {
+ public:
+  enum class Kind { skipped, unavailable, unsupported };
+  NotRunnable(Kind kind, const std::string& why) : std::runtime_error(why), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+struct Implementation {
+  std::string name;    // for people: "ours 64x64 tiles, 4 warps"
+  std::string key;     // for tables, CSV and --impl: "ours64x64" (short, no spaces)
+  std::string family;  // "ours", "fast", "torch", "cublas"
+  // "" when the problem is supported, otherwise why not (e.g. "head dim 96").
+  std::function<std::string(const Problem&)> unsupported;
+  // Device bytes it allocates beyond Q, K, V, O, L (S and P for standard attention).
+  std::function<std::size_t(const Problem&)> extra_bytes;
+  std::function<PreparedRun(const Problem&, const AttentionBuffers&, cudaStream_t)> prepare;
+};
+
+// An Implementation that calls `fn` on the problem's buffers, viewed as (B*H, N, D).
+//   unsupported : narrows the problems it takes, from the Problem alone (head dims, ...);
+//   refuses     : the same from the real arguments (alignment, dtype...), asked once in
+//                 prepare, e.g. fa2::fast::unsupported_reason; "" means it runs.
+// validate() is also called once in prepare, so bad arguments never reach the timing loop.
+Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "fast",
+                                    std::function<std::string(const Problem&)> unsupported = {},
+                                    std::function<std::string(const FlashFwdArgs&)> refuses = {});
+
+// Every row of the variants table that has a GPU launcher, in the table's order.
+std::vector<Implementation> kernel_implementations();
+
+// The arguments flash_implementation passes: Q, K, V, O as (B*H, N, D), L as (B*H, N).
+FlashFwdArgs flash_args_for(const Problem& p, const AttentionBuffers& b);
+
+}  // namespace fa2::bench

@@ -1,0 +1,45 @@
+// The one table of our FlashAttention kernels: step05's kernel, variant 1 (its larger tiles),
+// the ladder (v2-v4) and the fast kernel's configurations (v5.1-v5.17, then v5, the tuned one).
+// The benchmark registers every row, the tests run every row on its paths, and step07's
+// README shows the table that variants_markdown() prints (a test keeps the two equal).
+//
+//   for (const auto& v : fa2::variants::kernel_variants()) if (v.host) v.host(args);
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "step05_fa2_kernel/flash_fwd.hpp"
+
+namespace fa2::variants {
+
+struct KernelVariant {
+  std::string key;     // names CSV rows, table columns and --impl: "v5.4"
+  std::string label;   // a few words after the key: "w4x2"
+  std::string adds;    // what it changes in the variant it builds on
+  std::string family;  // "ours" (step05's kernel), "ladder" (v2-v4), "fast" (v5)
+  std::vector<int> head_dims;
+  std::vector<DType> dtypes;
+  HostLaunchFn host = nullptr;  // the host path, for the kernels that have one
+  CudaLaunchFn cuda = nullptr;  // the GPU launcher; null in a build without CUDA
+  // "" when the kernel can run these arguments, otherwise why not (e.g. the fast kernel's
+  // 16-byte alignment); null: validate() says everything.
+  std::string (*refuses)(const FlashFwdArgs&) = nullptr;
+
+  std::string name() const { return key + " " + label; }
+  bool builds(DType dtype, int head_dim) const;
+};
+
+// The step05 kernel's key: the reference every other kernel's output is compared to.
+inline constexpr const char* kStep05Key = "ours16";
+
+const std::vector<KernelVariant>& kernel_variants();
+
+// The row with this key; std::invalid_argument naming the keys there are when none has it.
+const KernelVariant& kernel_variant(std::string_view key);
+
+// The table as step07's README shows it (Markdown): key, name, what it adds, head dims, paths.
+std::string variants_markdown();
+
+}  // namespace fa2::variants
