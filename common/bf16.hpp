@@ -73,11 +73,17 @@ inline constexpr bool is_supported_dtype_v<bf16> = true;
 template <class T>
 constexpr const char* dtype_name();
 template <>
-constexpr const char* dtype_name<float>() { return "float32"; }
+constexpr const char* dtype_name<float>() {
+  return "float32";
+}
 template <>
-constexpr const char* dtype_name<bf16>() { return "bfloat16"; }
+constexpr const char* dtype_name<bf16>() {
+  return "bfloat16";
+}
 template <>
-constexpr const char* dtype_name<double>() { return "float64"; }
+constexpr const char* dtype_name<double>() {
+  return "float64";
+}
 
 // Converts between the element types the project uses (float, double, bf16). bf16 goes
 // through float, which holds every bf16 value exactly.

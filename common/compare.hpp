@@ -17,11 +17,11 @@ struct Tolerance {
 };
 
 struct CloseReport {
-  std::string what;             // e.g. "O" or "L"
+  std::string what;  // e.g. "O" or "L"
   bool ok = true;
-  index_t checked = 0;          // elements compared
-  index_t mismatched = 0;       // elements outside the tolerance (NaN included)
-  std::string worst_index;      // e.g. "(1, 37, 5)"
+  index_t checked = 0;      // elements compared
+  index_t mismatched = 0;   // elements outside the tolerance (NaN included)
+  std::string worst_index;  // e.g. "(1, 37, 5)"
   double worst_actual = 0.0;
   double worst_expected = 0.0;
   double worst_excess = -std::numeric_limits<double>::infinity();  // |a-b| - allowed

@@ -17,7 +17,9 @@ FA2_HOST_DEVICE constexpr I cdiv(I a, I b) {
   return (a + b - 1) / b;
 }
 
-FA2_HOST_DEVICE constexpr bool is_power_of_two(long long x) { return x > 0 && (x & (x - 1)) == 0; }
+FA2_HOST_DEVICE constexpr bool is_power_of_two(long long x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
 
 // The tensor cores' float32 mode (TF32) keeps 10 of the 23 mantissa bits. This rounds a
 // float the way `cvt.rna.tf32.f32` does (to nearest, ties away from zero), so the host

@@ -16,7 +16,9 @@ class Rng {
  public:
   explicit Rng(std::uint64_t seed) : seed_(seed), engine_(seed) {}
   std::uint64_t seed() const { return seed_; }
-  double normal(double mean = 0.0, double stddev = 1.0) { return std::normal_distribution<double>(mean, stddev)(engine_); }
+  double normal(double mean = 0.0, double stddev = 1.0) {
+    return std::normal_distribution<double>(mean, stddev)(engine_);
+  }
   double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(engine_); }
   std::mt19937_64& engine() { return engine_; }
 

@@ -43,8 +43,8 @@ AttentionReference reference_attention(TensorView<const double, 3> Q, TensorView
         for (index_t j = i + 1; j < Nk; ++j) S(i, j) = -std::numeric_limits<double>::infinity();
       }
     }
-    const Eigen::VectorXd row_max = S.rowwise().maxCoeff();        // finite: key 0 is always visible
-    const MatrixXdR P = (S.colwise() - row_max).array().exp();     // exp(-inf) = 0 for masked keys
+    const Eigen::VectorXd row_max = S.rowwise().maxCoeff();     // finite: key 0 is always visible
+    const MatrixXdR P = (S.colwise() - row_max).array().exp();  // exp(-inf) = 0 for masked keys
     const Eigen::VectorXd row_sum = P.rowwise().sum();
     const MatrixXdR O = (P * v).array().colwise() / row_sum.array();
     for (index_t i = 0; i < Nq; ++i) {

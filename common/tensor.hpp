@@ -49,8 +49,7 @@ class TensorView {
   using Shape = Extents<Rank>;
 
   TensorView() = default;
-  TensorView(T* data, const Shape& shape, const Shape& strides)
-      : data_(data), shape_(shape), strides_(strides) {}
+  TensorView(T* data, const Shape& shape, const Shape& strides) : data_(data), shape_(shape), strides_(strides) {}
   TensorView(T* data, const Shape& shape) : TensorView(data, shape, contiguous_strides<Rank>(shape)) {}
 
   // A view of non-const elements converts to a view of const elements.
@@ -131,9 +130,7 @@ class Tensor {
   Tensor() = default;
   explicit Tensor(const Shape& shape, T fill = T{}) : Tensor(shape, contiguous_strides<Rank>(shape), fill) {}
 
-  static Tensor strided(const Shape& shape, const Shape& strides, T fill = T{}) {
-    return Tensor(shape, strides, fill);
-  }
+  static Tensor strided(const Shape& shape, const Shape& strides, T fill = T{}) { return Tensor(shape, strides, fill); }
 
   TensorView<T, Rank> view() { return {storage_.data(), view_shape_, view_strides_}; }
   TensorView<const T, Rank> view() const { return {storage_.data(), view_shape_, view_strides_}; }
@@ -156,13 +153,13 @@ class Tensor {
   // The whole buffer, gaps included.
   std::vector<T>& storage() { return storage_; }
   const std::vector<T>& storage() const { return storage_; }
-  void fill_storage(T value) { std::fill(storage_.begin(), storage_.end(), value); }
 
  private:
   Tensor(const Shape& shape, const Shape& strides, T fill) : view_shape_(shape), view_strides_(strides) {
     index_t extent = 1;  // one past the largest offset the view can reach
     for (std::size_t a = 0; a < Rank; ++a) {
-      if (shape[a] < 0) throw std::invalid_argument("Tensor: shape entries must be >= 0, got " + to_string<Rank>(shape));
+      if (shape[a] < 0)
+        throw std::invalid_argument("Tensor: shape entries must be >= 0, got " + to_string<Rank>(shape));
       if (strides[a] < 0) throw std::invalid_argument("Tensor: strides must be >= 0, got " + to_string<Rank>(strides));
       if (shape[a] == 0) extent = 0;
     }

@@ -21,8 +21,8 @@ int skipped_count();
 
 }  // namespace fa2::testing
 
-#define FA2_CHECK_CLOSE(actual, expected, tol, what)                                   \
-  do {                                                                                \
+#define FA2_CHECK_CLOSE(actual, expected, tol, what)                                                  \
+  do {                                                                                                \
     const ::fa2::CloseReport fa2_report_ = ::fa2::compare_close((actual), (expected), (tol), (what)); \
-    CHECK_MESSAGE(fa2_report_.ok, fa2_report_.summary());                             \
+    CHECK_MESSAGE(fa2_report_.ok, fa2_report_.summary());                                             \
   } while (0)

@@ -16,7 +16,9 @@ void mark_skipped(const std::string& reason) {
   std::fflush(stdout);
 }
 
-int skipped_count() { return g_skipped; }
+int skipped_count() {
+  return g_skipped;
+}
 
 }  // namespace fa2::testing
 

@@ -48,7 +48,7 @@ struct OnlineSoftmaxState {
     if (x == minus_inf<T>) return T{1};  // a masked score adds exp(-inf) = 0: nothing moves
     // BEGIN SOLUTION step01: the online update, grow m to cover x, rescale l by exp(m_old - m_new), add exp(x - m_new)
     const T m_new = std::max(m, x);
-    const T alpha = std::exp(m - m_new);    // re-expresses the old sum relative to m_new
+    const T alpha = std::exp(m - m_new);  // re-expresses the old sum relative to m_new
     l = alpha * l + std::exp(x - m_new);
     m = m_new;
     return alpha;
@@ -126,7 +126,7 @@ OnlineSoftmaxState<detail::scalar_of<Derived>> online_state(const Eigen::MatrixB
 // may be shorter) gets its own state, and the states are combined from left to right.
 template <class Derived>
 OnlineSoftmaxState<detail::scalar_of<Derived>> online_state_blocked(const Eigen::MatrixBase<Derived>& x,
-                                                                     Eigen::Index block_size) {
+                                                                    Eigen::Index block_size) {
   detail::require_vector<Derived>();
   using State = OnlineSoftmaxState<detail::scalar_of<Derived>>;
   require_arg(block_size >= 1, "block_size", got_allowed(block_size, "any integer >= 1"));

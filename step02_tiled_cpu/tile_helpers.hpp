@@ -52,7 +52,7 @@ auto exp_of(const Eigen::MatrixBase<Derived>& x) {
 
 template <class T>
 void validate_inputs(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
-              const TileOptions& options) {
+                     const TileOptions& options) {
   const auto shape = [](const auto& view) { return to_string<3>(view.shape()); };
   require_arg(Q.size(0) >= 1 && Q.size(1) >= 1 && Q.size(2) >= 1, "Q",
               "shape must be (B >= 1, Nq >= 1, D >= 1), got " + shape(Q));

@@ -15,14 +15,13 @@
 namespace fa2::tiled {
 
 using detail::exp_of;
-using detail::Vector;
 using detail::load_rows;
 using detail::mask_future_keys;
+using detail::Vector;
 
 template <class T>
-ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                         TensorView<const T, 3> V, const TileOptions& options,
-                                         const KeyTileTrace<accum_t<T>>& trace) {
+ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                         const TileOptions& options, const KeyTileTrace<accum_t<T>>& trace) {
   using A = accum_t<T>;
   detail::validate_inputs(Q, K, V, options);
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
@@ -33,11 +32,11 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
   for (index_t b = 0; b < B; ++b) {
     // Outer loop: query tiles. They are independent (one GPU program each in later steps).
     for (index_t q_start = 0; q_start < Nq; q_start += B_q) {
-      const index_t q_rows = std::min(B_q, Nq - q_start);  // the last tile may be short
-      const RowMatrix<A> Q_i = load_rows<A>(Q, b, q_start, q_rows);  // (q_rows, D)
+      const index_t q_rows = std::min(B_q, Nq - q_start);                                // the last tile may be short
+      const RowMatrix<A> Q_i = load_rows<A>(Q, b, q_start, q_rows);                      // (q_rows, D)
       Vector<A> m_i = Vector<A>::Constant(q_rows, -std::numeric_limits<A>::infinity());  // (q_rows)
-      Vector<A> l_i = Vector<A>::Zero(q_rows);                                             // (q_rows)
-      RowMatrix<A> O_i = RowMatrix<A>::Zero(q_rows, Dv);  // (q_rows, Dv), unnormalised
+      Vector<A> l_i = Vector<A>::Zero(q_rows);                                           // (q_rows)
+      RowMatrix<A> O_i = RowMatrix<A>::Zero(q_rows, Dv);                                 // (q_rows, Dv), unnormalised
 
       // Causal: keys after the tile's last query are masked for every row of the tile, so
       // the loop stops there instead of computing tiles that would be thrown away.
@@ -46,17 +45,17 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
       // so after that tile m_i is finite in every row and exp(m_old - m_new) is never
       // exp(-inf - -inf) = NaN.
       for (index_t k_start = 0; k_start < k_end; k_start += B_k) {
-        const index_t k_cols = std::min(B_k, k_end - k_start);          // the last tile may be short
+        const index_t k_cols = std::min(B_k, k_end - k_start);         // the last tile may be short
         const RowMatrix<A> K_j = load_rows<A>(K, b, k_start, k_cols);  // (k_cols, D)
         const RowMatrix<A> V_j = load_rows<A>(V, b, k_start, k_cols);  // (k_cols, Dv)
-        RowMatrix<A> S_ij = (Q_i * K_j.transpose()) * scale;            // (q_rows, k_cols)
+        RowMatrix<A> S_ij = (Q_i * K_j.transpose()) * scale;           // (q_rows, k_cols)
         if (options.causal) mask_future_keys(S_ij, q_start, k_start);
         const Vector<A> m_old = m_i;  // (q_rows)
         Vector<A> alpha(q_rows);      // (q_rows) rescale factor for the old l_i and O_i
         // BEGIN SOLUTION step02: one key tile of the online softmax, new max, alpha, P, then l and O rescaled and updated
         const Vector<A> m_new = m_old.cwiseMax(S_ij.rowwise().maxCoeff());  // (q_rows)
-        alpha = exp_of(m_old - m_new);                                        // exactly 0 on the first tile
-        const RowMatrix<A> P_ij = exp_of(S_ij.colwise() - m_new);             // (q_rows, k_cols)
+        alpha = exp_of(m_old - m_new);                                      // exactly 0 on the first tile
+        const RowMatrix<A> P_ij = exp_of(S_ij.colwise() - m_new);           // (q_rows, k_cols)
         l_i = alpha.cwiseProduct(l_i) + P_ij.rowwise().sum();
         O_i = alpha.asDiagonal() * O_i + P_ij * V_j;  // rescale the old rows, add this tile's
         m_i = m_new;
@@ -80,8 +79,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
 template ForwardResult<float> tiled_attention_forward<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                              TensorView<const float, 3>, const TileOptions&,
                                                              const KeyTileTrace<float>&);
-template ForwardResult<double> tiled_attention_forward<double>(TensorView<const double, 3>,
-                                                               TensorView<const double, 3>,
+template ForwardResult<double> tiled_attention_forward<double>(TensorView<const double, 3>, TensorView<const double, 3>,
                                                                TensorView<const double, 3>, const TileOptions&,
                                                                const KeyTileTrace<double>&);
 template ForwardResult<bf16> tiled_attention_forward<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

@@ -22,9 +22,9 @@
 namespace fa2::tiled {
 
 struct TileOptions {
-  index_t block_q = 16;          // B_q: query rows per tile (the outer loop)
-  index_t block_k = 16;          // B_k: key and value rows per tile (the inner loop)
-  bool causal = false;           // top-left: query q sees key k when k <= q
+  index_t block_q = 16;                        // B_q: query rows per tile (the outer loop)
+  index_t block_k = 16;                        // B_k: key and value rows per tile (the inner loop)
+  bool causal = false;                         // top-left: query q sees key k when k <= q
   std::optional<double> scale = std::nullopt;  // multiplies Q K^T; 1/sqrt(D) when not given
 };
 
@@ -50,11 +50,11 @@ struct KeyTileStep {
   index_t batch;
   index_t q_start;
   index_t k_start;
-  const RowMatrix<A>& S_ij;          // (q_rows, k_cols) scaled scores, -inf where masked
-  const Eigen::VectorX<A>& m_old;    // (q_rows) running maximum before this tile
-  const Eigen::VectorX<A>& m_new;    // (q_rows) running maximum after it
-  const Eigen::VectorX<A>& alpha;    // (q_rows) exp(m_old - m_new): the factor the old l and O got
-  const Eigen::VectorX<A>& l_new;    // (q_rows) running sum of exp(S - m_new) after it
+  const RowMatrix<A>& S_ij;        // (q_rows, k_cols) scaled scores, -inf where masked
+  const Eigen::VectorX<A>& m_old;  // (q_rows) running maximum before this tile
+  const Eigen::VectorX<A>& m_new;  // (q_rows) running maximum after it
+  const Eigen::VectorX<A>& alpha;  // (q_rows) exp(m_old - m_new): the factor the old l and O got
+  const Eigen::VectorX<A>& l_new;  // (q_rows) running sum of exp(S - m_new) after it
 };
 
 template <class A>
@@ -64,9 +64,8 @@ using KeyTileTrace = std::function<void(const KeyTileStep<A>&)>;
 // not fit together, a length or D is 0, a tile size is below 1, the scale is not finite, or
 // a view has no data. Instantiated for float, double and bf16.
 template <class T>
-ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                         TensorView<const T, 3> V, const TileOptions& options = {},
-                                         const KeyTileTrace<accum_t<T>>& trace = {});
+ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                         const TileOptions& options = {}, const KeyTileTrace<accum_t<T>>& trace = {});
 
 extern template ForwardResult<float> tiled_attention_forward<float>(TensorView<const float, 3>,
                                                                     TensorView<const float, 3>,
@@ -74,11 +73,9 @@ extern template ForwardResult<float> tiled_attention_forward<float>(TensorView<c
                                                                     const KeyTileTrace<float>&);
 extern template ForwardResult<double> tiled_attention_forward<double>(TensorView<const double, 3>,
                                                                       TensorView<const double, 3>,
-                                                                      TensorView<const double, 3>,
-                                                                      const TileOptions&,
+                                                                      TensorView<const double, 3>, const TileOptions&,
                                                                       const KeyTileTrace<double>&);
-extern template ForwardResult<bf16> tiled_attention_forward<bf16>(TensorView<const bf16, 3>,
-                                                                  TensorView<const bf16, 3>,
+extern template ForwardResult<bf16> tiled_attention_forward<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const bf16, 3>, const TileOptions&,
                                                                   const KeyTileTrace<float>&);
 

@@ -139,12 +139,12 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
         if (options.causal) mask_future_keys(S_ij, q_start, k_start);
         RowMatrix<A> P_ij, dP_ij, dS_ij;  // (q_rows, k_cols) each
         // BEGIN SOLUTION step02: P from S and L; dV, dP, dS, dK, dQ uses(S_ij, L_i, D_i, Q_i, K_j, V_j, dO_i, scale)
-        P_ij = exp_of(S_ij.colwise() - L_i);  // (q_rows, k_cols); exactly 0 for a masked score
-        dV_j += P_ij.transpose() * dO_i;                                           // (k_cols, Dv)
-        dP_ij = dO_i * V_j.transpose();                                            // (q_rows, k_cols)
-        dS_ij = P_ij.cwiseProduct(dP_ij.colwise() - D_i);                          // (q_rows, k_cols)
-        dK_j += (dS_ij.transpose() * Q_i) * scale;                                 // (k_cols, D)
-        dQ_i += (dS_ij * K_j) * scale;                                             // (q_rows, D)
+        P_ij = exp_of(S_ij.colwise() - L_i);               // (q_rows, k_cols); exactly 0 for a masked score
+        dV_j += P_ij.transpose() * dO_i;                   // (k_cols, Dv)
+        dP_ij = dO_i * V_j.transpose();                    // (q_rows, k_cols)
+        dS_ij = P_ij.cwiseProduct(dP_ij.colwise() - D_i);  // (q_rows, k_cols)
+        dK_j += (dS_ij.transpose() * Q_i) * scale;         // (k_cols, D)
+        dQ_i += (dS_ij * K_j) * scale;                     // (q_rows, D)
         // END SOLUTION step02
         if (trace) trace(QueryTileStep<A>{b, k_start, q_start, P_ij, dP_ij, dS_ij, D_i, dK_j, dV_j});
       }

@@ -92,7 +92,7 @@ class SharedMemoryChecker {
     std::uint64_t write_epoch = 0;
     std::uint64_t read_epoch = 0;
     int writer = -1;
-    int reader = -1;            // the first reader in read_epoch
+    int reader = -1;             // the first reader in read_epoch
     bool other_readers = false;  // more than one thread read it in read_epoch
   };
   struct Element {
@@ -184,7 +184,8 @@ class HostProgram {
 
   template <class S>
   S& shared() const {
-    if (sizeof(S) > shared_bytes_) throw std::logic_error("HostProgram::shared: the program's shared struct does not fit");
+    if (sizeof(S) > shared_bytes_)
+      throw std::logic_error("HostProgram::shared: the program's shared struct does not fit");
     return *reinterpret_cast<S*>(shared_);
   }
 

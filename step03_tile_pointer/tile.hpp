@@ -151,13 +151,12 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto element(const X& x, int i, int j) {
 template <class A, class B, class C>
 using common_layout_t = std::conditional_t<
     tile_kind<A>::value == 3, typename tile_kind<A>::layout,
-    std::conditional_t<
-        tile_kind<B>::value == 3, typename tile_kind<B>::layout,
-        std::conditional_t<
-            tile_kind<C>::value == 3, typename tile_kind<C>::layout,
-            std::conditional_t<tile_kind<A>::value != 0, typename tile_kind<A>::layout,
-                               std::conditional_t<tile_kind<B>::value != 0, typename tile_kind<B>::layout,
-                                                  typename tile_kind<C>::layout>>>>>;
+    std::conditional_t<tile_kind<B>::value == 3, typename tile_kind<B>::layout,
+                       std::conditional_t<tile_kind<C>::value == 3, typename tile_kind<C>::layout,
+                                          std::conditional_t<tile_kind<A>::value != 0, typename tile_kind<A>::layout,
+                                                             std::conditional_t<tile_kind<B>::value != 0,
+                                                                                typename tile_kind<B>::layout,
+                                                                                typename tile_kind<C>::layout>>>>>;
 
 // Values from two layouts can be combined when every thread holds the same rows (for a
 // RowVec operand) or the same columns (for a ColVec operand) in both.
@@ -195,17 +194,16 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto zip_with3(const A& a, const B& b, const C&
   using T = decltype(f(detail::element(a, 0, 0), detail::element(b, 0, 0), detail::element(c, 0, 0)));
   typename detail::container<kind, T, L>::type out;
   if constexpr (kind == 3) {
-FA2_UNROLL
-    for (int i = 0; i < L::rows_per_thread; ++i)
-FA2_UNROLL
-      for (int j = 0; j < L::cols_per_thread; ++j)
-        out.v[i][j] = f(detail::element(a, i, j), detail::element(b, i, j), detail::element(c, i, j));
+    FA2_UNROLL
+    for (int i = 0; i < L::rows_per_thread; ++i) FA2_UNROLL
+    for (int j = 0; j < L::cols_per_thread; ++j)
+      out.v[i][j] = f(detail::element(a, i, j), detail::element(b, i, j), detail::element(c, i, j));
   } else if constexpr (kind == 1) {
-FA2_UNROLL
+    FA2_UNROLL
     for (int i = 0; i < L::rows_per_thread; ++i)
       out.v[i] = f(detail::element(a, i, 0), detail::element(b, i, 0), detail::element(c, i, 0));
   } else {
-FA2_UNROLL
+    FA2_UNROLL
     for (int j = 0; j < L::cols_per_thread; ++j)
       out.v[j] = f(detail::element(a, 0, j), detail::element(b, 0, j), detail::element(c, 0, j));
   }
@@ -234,8 +232,9 @@ struct RowVec {
     return r;
   }
   template <class U>
-  [[nodiscard("to<U>() returns a converted copy and leaves this value unchanged: assign the result")]]
-  FA2_HOST_DEVICE RowVec<U, Layout> to() const {
+  [[nodiscard("to<U>() returns a converted copy and leaves this value unchanged: assign the result")]] FA2_HOST_DEVICE
+      RowVec<U, Layout>
+      to() const {
     return map(*this, [](T x) { return convert<U>(x); });
   }
 };
@@ -252,8 +251,9 @@ struct ColVec {
     return c;
   }
   template <class U>
-  [[nodiscard("to<U>() returns a converted copy and leaves this value unchanged: assign the result")]]
-  FA2_HOST_DEVICE ColVec<U, Layout> to() const {
+  [[nodiscard("to<U>() returns a converted copy and leaves this value unchanged: assign the result")]] FA2_HOST_DEVICE
+      ColVec<U, Layout>
+      to() const {
     return map(*this, [](T x) { return convert<U>(x); });
   }
 };
@@ -273,17 +273,18 @@ struct Frag {
   // Like Triton's x.to(dtype): a new tile of another element type. It does not change
   // this one, which is why the result must be used (step06, bug 1).
   template <class U>
-  [[nodiscard("to<U>() returns a converted copy and leaves this tile unchanged: assign the result")]]
-  FA2_HOST_DEVICE Frag<U, Layout> to() const {
+  [[nodiscard("to<U>() returns a converted copy and leaves this tile unchanged: assign the result")]] FA2_HOST_DEVICE
+      Frag<U, Layout>
+      to() const {
     return map(*this, [](T x) { return convert<U>(x); });
   }
 };
 
 // ---- operators (found by argument-dependent lookup; at least one side is a tile value) ----
-#define FA2_TILE_BINARY_OP(op)                                                                  \
+#define FA2_TILE_BINARY_OP(op)                                                                     \
   template <class A, class B, std::enable_if_t<is_tile_value_v<A> || is_tile_value_v<B>, int> = 0> \
-  FA2_HOST_DEVICE FA2_FORCE_INLINE auto operator op(const A& a, const B& b) {                    \
-    return zip_with(a, b, [](auto x, auto y) { return x op y; });                               \
+  FA2_HOST_DEVICE FA2_FORCE_INLINE auto operator op(const A& a, const B& b) {                      \
+    return zip_with(a, b, [](auto x, auto y) { return x op y; });                                  \
   }
 FA2_TILE_BINARY_OP(+)
 FA2_TILE_BINARY_OP(-)
@@ -377,14 +378,14 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE auto broadcast(const X& x) {
 template <class Layout, class Program>
 FA2_HOST_DEVICE FA2_FORCE_INLINE RowVec<index_t, Layout> row_positions(const Program& prog, index_t row0) {
   RowVec<index_t, Layout> r;
-FA2_UNROLL
+  FA2_UNROLL
   for (int i = 0; i < Layout::rows_per_thread; ++i) r.v[i] = row0 + Layout::row(prog.thread_rank(), i);
   return r;
 }
 template <class Layout, class Program>
 FA2_HOST_DEVICE FA2_FORCE_INLINE ColVec<index_t, Layout> col_positions(const Program& prog, index_t col0) {
   ColVec<index_t, Layout> c;
-FA2_UNROLL
+  FA2_UNROLL
   for (int j = 0; j < Layout::cols_per_thread; ++j) c.v[j] = col0 + Layout::col(prog.thread_rank(), j);
   return c;
 }
@@ -396,10 +397,10 @@ template <class Program, class T, class Layout, class Op>
 FA2_HOST_DEVICE FA2_FORCE_INLINE RowVec<T, Layout> reduce_rows(const Program& prog, const Frag<T, Layout>& x, Op op) {
   static_assert(Layout::num_threads == Program::num_threads, "the tile's layout was made for another thread count");
   RowVec<T, Layout> r;
-FA2_UNROLL
+  FA2_UNROLL
   for (int i = 0; i < Layout::rows_per_thread; ++i) {
     T acc = x.v[i][0];
-FA2_UNROLL
+    FA2_UNROLL
     for (int j = 1; j < Layout::cols_per_thread; ++j) acc = op(acc, x.v[i][j]);
     r.v[i] = prog.template reduce<Layout::threads_per_row>(acc, op);
   }

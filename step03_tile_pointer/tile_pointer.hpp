@@ -156,8 +156,10 @@ class TilePtr {
 
   // A new tile pointer moved by `deltas` elements along each axis. This one is unchanged,
   // so the result must be kept: `ptr = ptr.advance({0, COLS});`.
-  [[nodiscard("advance() returns the moved tile pointer and leaves this one unchanged: write ptr = ptr.advance(...)")]]
-  FA2_HOST_DEVICE TilePtr advance(const Coord<rank>& deltas) const {
+  [[nodiscard(
+      "advance() returns the moved tile pointer and leaves this one unchanged: write ptr = "
+      "ptr.advance(...)")]] FA2_HOST_DEVICE TilePtr
+  advance(const Coord<rank>& deltas) const {
     return TilePtr(base_, shape_, strides_, offsets_ + deltas);
   }
 

@@ -49,8 +49,9 @@ std::string tf(bool b) {
 void trace_program(const float* x, const float* weight, int row_tile_idx) {
   const HostProgram prog(Coord<3>{row_tile_idx, 0, 0}, nullptr, 0);
   using L = RowLayoutFor<HostProgram, ROWS_TILE_SIZE, D_TILE_SIZE>;
-  auto x_ptr = make_tile_ptr<Block<ROWS_TILE_SIZE, D_TILE_SIZE>>(x, {NUM_ROWS, D}, {D, 1},
-                                                                 {row_tile_idx * ROWS_TILE_SIZE, 0}, Order<1, 0>{});
+  const index_t first_row = row_tile_idx * ROWS_TILE_SIZE;  // this program's rows start here
+  auto x_ptr =
+      make_tile_ptr<Block<ROWS_TILE_SIZE, D_TILE_SIZE>>(x, {NUM_ROWS, D}, {D, 1}, {first_row, 0}, Order<1, 0>{});
   auto weight_ptr = make_tile_ptr<Block<D_TILE_SIZE>>(weight, {D}, {1}, {0}, Order<0>{});
   const index_t row0 = x_ptr.offsets()[0];
   std::printf("Program %d: rows %s, row_mask %s\n", row_tile_idx,

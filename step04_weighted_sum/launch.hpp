@@ -32,11 +32,12 @@ struct Grid {
 // What a kernel body must offer to be launched; a body that lacks one of these is rejected at
 // the launch with this concept's name in the compiler's message.
 template <class Body>
-concept KernelBody = std::default_initializable<Body> && std::is_default_constructible_v<typename Body::Shared> &&
-                     requires { typename Body::Params; } && requires {
-                       { Body::num_threads } -> std::convertible_to<int>;
-                     } && (Body::num_threads >= 1) &&
-                     std::invocable<const Body&, const HostProgram&, const typename Body::Params&>;
+concept KernelBody =
+    std::default_initializable<Body> && std::is_default_constructible_v<typename Body::Shared> && requires {
+  typename Body::Params;
+} && requires {
+  { Body::num_threads } -> std::convertible_to<int>;
+} &&(Body::num_threads >= 1) && std::invocable<const Body&, const HostProgram&, const typename Body::Params&>;
 
 template <KernelBody Body>
 void run_on_host(const Grid& grid, const typename Body::Params& params) {

@@ -62,19 +62,20 @@ concept HostBuiltTiles = (ROWS_TILE_SIZE == 2 && D_TILE_SIZE == 4) || (ROWS_TILE
 
 // Runs the kernel body on the host, one program after another (Triton's interpreter mode).
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
 void weighted_sum_fwd_host(WeightedSumStyle style, const WeightedSumParams<T>& p);
 
 // Host tensors: writes output (NUM_ROWS,), which may be strided.
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
 void weighted_sum_host(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight,
                        TensorView<float, 1> output);
 
 // Host tensors in, a new float32 output out (filled with NaN before the run, so a row the
 // kernel fails to write cannot pass a comparison).
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
-Tensor<float, 1> weighted_sum_host(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight);
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_host(WeightedSumStyle style,
+                                                                                        TensorView<const T, 2> x,
+                                                                                        TensorView<const T, 1> weight);
 
 }  // namespace fa2

@@ -22,8 +22,9 @@ cuda::DeviceTensor<T, Rank> upload(TensorView<const T, Rank> view) {
 }  // namespace
 
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
-Tensor<float, 1> weighted_sum_cuda(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight) {
+requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_cuda(WeightedSumStyle style,
+                                                                                        TensorView<const T, 2> x,
+                                                                                        TensorView<const T, 1> weight) {
   auto d_x = upload<T, 2>(x);
   auto d_weight = upload<T, 1>(weight);
   Tensor<float, 1> output(Extents<1>{x.size(0)}, std::numeric_limits<float>::quiet_NaN());

@@ -14,7 +14,8 @@ concept CudaBuiltTiles = HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>;
 // Copies x and weight (any strides) to the GPU, runs one program per band of rows into a
 // NaN-poisoned output, waits, and returns the float32 output on the host.
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
-Tensor<float, 1> weighted_sum_cuda(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight);
+requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_cuda(WeightedSumStyle style,
+                                                                                        TensorView<const T, 2> x,
+                                                                                        TensorView<const T, 1> weight);
 
 }  // namespace fa2

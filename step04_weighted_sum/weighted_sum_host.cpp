@@ -15,8 +15,10 @@ namespace fa2 {
 
 const char* to_string(WeightedSumStyle style) {
   switch (style) {
-    case WeightedSumStyle::pointer_math: return "pointer maths";
-    case WeightedSumStyle::tile_pointer: return "tile pointer";
+    case WeightedSumStyle::pointer_math:
+      return "pointer maths";
+    case WeightedSumStyle::tile_pointer:
+      return "tile pointer";
   }
   return "unknown style";
 }
@@ -64,13 +66,13 @@ int weighted_sum_programs(index_t NUM_ROWS, int ROWS_TILE_SIZE) {
   require_arg(ROWS_TILE_SIZE >= 1, "ROWS_TILE_SIZE", got_allowed(ROWS_TILE_SIZE, ">= 1"));
   const index_t programs = cdiv<index_t>(NUM_ROWS, ROWS_TILE_SIZE);
   require_arg(programs <= INT_MAX, "NUM_ROWS",
-              "got " + std::to_string(NUM_ROWS) + ", which needs " + std::to_string(programs) +
-                  " programs of " + std::to_string(ROWS_TILE_SIZE) + " rows: more than a grid can hold");
+              "got " + std::to_string(NUM_ROWS) + ", which needs " + std::to_string(programs) + " programs of " +
+                  std::to_string(ROWS_TILE_SIZE) + " rows: more than a grid can hold");
   return static_cast<int>(programs);
 }
 
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
 void weighted_sum_fwd_host(WeightedSumStyle style, const WeightedSumParams<T>& p) {
   validate(p);
   const Grid grid{weighted_sum_programs(p.NUM_ROWS, ROWS_TILE_SIZE), 1, 1};
@@ -80,32 +82,33 @@ void weighted_sum_fwd_host(WeightedSumStyle style, const WeightedSumParams<T>& p
 }
 
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
 void weighted_sum_host(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight,
                        TensorView<float, 1> output) {
   weighted_sum_fwd_host<ROWS_TILE_SIZE, D_TILE_SIZE, T>(style, make_weighted_sum_params<T>(x, weight, output));
 }
 
 template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
-  requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE>
-Tensor<float, 1> weighted_sum_host(WeightedSumStyle style, TensorView<const T, 2> x, TensorView<const T, 1> weight) {
+requires HostBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_host(WeightedSumStyle style,
+                                                                                        TensorView<const T, 2> x,
+                                                                                        TensorView<const T, 1> weight) {
   Tensor<float, 1> output(Extents<1>{x.size(0)}, std::numeric_limits<float>::quiet_NaN());
   weighted_sum_host<ROWS_TILE_SIZE, D_TILE_SIZE, T>(style, x, weight, output.view());
   return output;
 }
 
 // ---- what the library is built for ----------------------------------------------------------
-#define FA2_WEIGHTED_SUM_HOST(T, R, C)                                                                        \
+#define FA2_WEIGHTED_SUM_HOST(T, R, C)                                                                       \
   template void weighted_sum_fwd_host<R, C, T>(WeightedSumStyle, const WeightedSumParams<T>&);               \
   template void weighted_sum_host<R, C, T>(WeightedSumStyle, TensorView<const T, 2>, TensorView<const T, 1>, \
-                                           TensorView<float, 1>);                                           \
+                                           TensorView<float, 1>);                                            \
   template Tensor<float, 1> weighted_sum_host<R, C, T>(WeightedSumStyle, TensorView<const T, 2>,             \
                                                        TensorView<const T, 1>);
-#define FA2_WEIGHTED_SUM_DTYPE(T)                                                                            \
+#define FA2_WEIGHTED_SUM_DTYPE(T)                                                                           \
   template void validate<T>(const WeightedSumParams<T>&);                                                   \
   template WeightedSumParams<T> make_weighted_sum_params<T>(TensorView<const T, 2>, TensorView<const T, 1>, \
                                                             TensorView<float, 1>);                          \
-  FA2_WEIGHTED_SUM_HOST(T, 2, 4)                                                                             \
+  FA2_WEIGHTED_SUM_HOST(T, 2, 4)                                                                            \
   FA2_WEIGHTED_SUM_HOST(T, 16, 64)
 
 FA2_WEIGHTED_SUM_DTYPE(float)

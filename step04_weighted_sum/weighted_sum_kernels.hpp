@@ -43,14 +43,14 @@ struct WeightedSumPointerMath : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
 
     // 1. The rows of this program, and which of them exist (the last band can be ragged).
     const auto rows = row_positions<L>(prog, row_tile_idx * ROWS_TILE_SIZE);  // (ROWS_TILE_SIZE, 1)
-    const auto row_mask = rows < p.NUM_ROWS;                                   // (ROWS_TILE_SIZE, 1)
+    const auto row_mask = rows < p.NUM_ROWS;                                  // (ROWS_TILE_SIZE, 1)
 
     auto output = RowVec<float, L>::filled(0.0f);  // (ROWS_TILE_SIZE,) running totals, float32
     // BEGIN SOLUTION step04: the loop over column tiles, with hand-made offsets, masks and masked loads
     for (index_t i = 0; i < cdiv<index_t>(p.D, D_TILE_SIZE); ++i) {
       // 2. The columns of this step, and which of them exist.
       const auto cols = col_positions<L>(prog, i * D_TILE_SIZE);  // (1, D_TILE_SIZE)
-      const auto col_mask = cols < p.D;                             // (1, D_TILE_SIZE)
+      const auto col_mask = cols < p.D;                           // (1, D_TILE_SIZE)
 
       // 3. Element offsets from the tensors' starts: a column of rows plus a row of columns
       //    broadcasts to the (ROWS, D_TILE) grid, each index times its own stride.
@@ -86,9 +86,9 @@ struct WeightedSumTilePointer : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
     auto output = RowVec<float, L>::filled(0.0f);  // (ROWS_TILE_SIZE,) running totals, float32
     // BEGIN SOLUTION step04: x_ptr and weight_ptr, then the loop that loads, sums and advances them
     //    x: the program's band of rows, starting at column 0; weight: all of it, from entry 0.
-    auto x_ptr = make_tile_ptr<Block<ROWS_TILE_SIZE, D_TILE_SIZE>>(
-        p.x_ptr, {p.NUM_ROWS, p.D}, {p.x_stride_row, p.x_stride_dim}, {row_tile_idx * ROWS_TILE_SIZE, 0},
-        Order<1, 0>{});
+    auto x_ptr =
+        make_tile_ptr<Block<ROWS_TILE_SIZE, D_TILE_SIZE>>(p.x_ptr, {p.NUM_ROWS, p.D}, {p.x_stride_row, p.x_stride_dim},
+                                                          {row_tile_idx * ROWS_TILE_SIZE, 0}, Order<1, 0>{});
     auto weight_ptr = make_tile_ptr<Block<D_TILE_SIZE>>(p.weight_ptr, {p.D}, {p.weight_stride_dim}, {0}, Order<0>{});
 
     for (index_t i = 0; i < cdiv<index_t>(p.D, D_TILE_SIZE); ++i) {

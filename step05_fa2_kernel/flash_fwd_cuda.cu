@@ -41,8 +41,8 @@ FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const 
 }
 
 template FlashOutputs<float> run_with_device_tensors<float>(CudaLaunchFn, TensorView<const float, 3>,
-                                                            TensorView<const float, 3>, TensorView<const float, 3>, bool,
-                                                            std::optional<float>);
+                                                            TensorView<const float, 3>, TensorView<const float, 3>,
+                                                            bool, std::optional<float>);
 template FlashOutputs<bf16> run_with_device_tensors<bf16>(CudaLaunchFn, TensorView<const bf16, 3>,
                                                           TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
                                                           std::optional<float>);

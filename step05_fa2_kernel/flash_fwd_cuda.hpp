@@ -24,6 +24,7 @@ FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const 
 // step06's variants, step07's kernels.
 template <class T>
 FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                        TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt);
+                                        TensorView<const T, 3> V, bool causal,
+                                        std::optional<float> scale = std::nullopt);
 
 }  // namespace fa2

@@ -79,7 +79,8 @@ void dispatch_flash(const FlashFwdArgs& args, DTypes<Ts...>, HeadDims<Ds...> hea
     }
   };
   const auto with_head_dim = [&](auto dtype) {
-    const bool built = ((args.q_shape[2] == Ds && (with_causal(dtype, std::integral_constant<int, Ds>{}), true)) || ...);
+    const bool built =
+        ((args.q_shape[2] == Ds && (with_causal(dtype, std::integral_constant<int, Ds>{}), true)) || ...);
     if (!built) {
       throw std::invalid_argument("head_dim: " + std::string(kernel) + " is built for head dims " +
                                   detail::head_dims_text(head_dims) + ", got " + std::to_string(args.q_shape[2]));

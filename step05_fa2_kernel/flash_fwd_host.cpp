@@ -39,8 +39,9 @@ template FlashOutputs<bf16> poisoned_outputs<bf16>(const Extents<3>&);
 template FlashOutputs<float> run_with_host_tensors<float>(HostLaunchFn, TensorView<const float, 3>,
                                                           TensorView<const float, 3>, TensorView<const float, 3>, bool,
                                                           std::optional<float>);
-template FlashOutputs<bf16> run_with_host_tensors<bf16>(HostLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
-                                                        TensorView<const bf16, 3>, bool, std::optional<float>);
+template FlashOutputs<bf16> run_with_host_tensors<bf16>(HostLaunchFn, TensorView<const bf16, 3>,
+                                                        TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
+                                                        std::optional<float>);
 template FlashOutputs<float> flash_attention_host<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

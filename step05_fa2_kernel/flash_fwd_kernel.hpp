@@ -48,14 +48,16 @@ struct FlashFwdKernel {
 
     // A (rows, D) tile pointer into each tensor of this batch element. Q and O start at this
     // program's query tile; K and V start at key 0 and move down one tile per step.
-    auto Q_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.Q + batch_index * p.stride_qb, {p.N_QUERIES, D},
-                                                 {p.stride_qq, p.stride_qd}, {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
+    auto Q_ptr =
+        make_tile_ptr<Block<Q_TILE, D>>(p.Q + batch_index * p.stride_qb, {p.N_QUERIES, D}, {p.stride_qq, p.stride_qd},
+                                        {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
     auto K_ptr = make_tile_ptr<Block<K_TILE, D>>(p.K + batch_index * p.stride_kb, {p.N_KEYS, D},
                                                  {p.stride_kk, p.stride_kd}, {0, 0}, Order<1, 0>{});
     auto V_ptr = make_tile_ptr<Block<K_TILE, D>>(p.V + batch_index * p.stride_vb, {p.N_KEYS, D},
                                                  {p.stride_vk, p.stride_vd}, {0, 0}, Order<1, 0>{});
-    auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
-                                                 {p.stride_oq, p.stride_od}, {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
+    auto O_ptr =
+        make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D}, {p.stride_oq, p.stride_od},
+                                        {query_tile_index * Q_TILE, 0}, Order<1, 0>{});
     auto L_ptr = make_tile_ptr<Block<Q_TILE>>(p.L + batch_index * p.stride_lb, {p.N_QUERIES}, {p.stride_lq},
                                               {query_tile_index * Q_TILE}, Order<0>{});
 
@@ -63,8 +65,8 @@ struct FlashFwdKernel {
     using Rows = RowLayoutFor<Program, Q_TILE, D>;         // and (Q_TILE, D) tiles
 
     // The running state, float32 whatever T is.
-    auto O_acc = Frag<float, Rows>::filled(0.0f);                                      // (Q_TILE, D)
-    auto l_i = RowVec<float, Scores>::filled(0.0f);                                    // (Q_TILE,)
+    auto O_acc = Frag<float, Rows>::filled(0.0f);                                       // (Q_TILE, D)
+    auto l_i = RowVec<float, Scores>::filled(0.0f);                                     // (Q_TILE,)
     auto m_i = RowVec<float, Scores>::filled(-std::numeric_limits<float>::infinity());  // (Q_TILE,)
 
     load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);
@@ -84,20 +86,28 @@ struct FlashFwdKernel {
       // Which scores count: real keys only (the last K tile is zero-padded past N_KEYS, and a
       // zero key scores exactly 0, not -inf), and with the causal mask, no key after the query.
       auto keep = broadcast<Scores>(k_pos < p.N_KEYS);  // padded keys must not vote
-      if constexpr (Cfg::is_causal) {
-        keep = keep & (k_pos <= q_pos);
-      }
       // A large negative number rather than -inf: a row whose scores were all -inf would give
       // exp(-inf - (-inf)) = NaN. With -1e6, a masked key's weight underflows to exactly 0 once
       // the row has seen a real key. The hazard left: a row with no visible key at all would
       // average the masked values with weight 1 each. It cannot happen here (every query sees
       // key 0), but a kernel that allows such rows must handle them explicitly.
+      // BEGIN SOLUTION step05: with the causal mask, no key after its query either; then -1e6 wherever keep is false uses(keep, k_pos, q_pos, S_ij)
+      if constexpr (Cfg::is_causal) {
+        keep = keep & (k_pos <= q_pos);
+      }
       S_ij = where(keep, S_ij, -1.0e6f);
+      // END SOLUTION step05
 
-      const auto m_new = maximum(m_i, row_max(prog, S_ij));
-      const auto P_ij = exp(S_ij - m_new);   // unnormalised probabilities, float32
-      const auto alpha = exp(m_i - m_new);   // rescales the old state: exactly 0 on the first tile
+      // The online softmax: the new running maximum, the tile's unnormalised probabilities, and the
+      // factor that rescales the old state (exactly 0 on the first tile).
+      RowVec<float, Scores> m_new{}, alpha{};  // (Q_TILE,)
+      Frag<float, Scores> P_ij{};              // (Q_TILE, K_TILE), float32
+      // BEGIN SOLUTION step05: m_new covers this tile's row maxima, P_ij = exp(S_ij - m_new), alpha = exp(m_i - m_new), then l_i uses(prog, S_ij, m_i, l_i)
+      m_new = maximum(m_i, row_max(prog, S_ij));
+      P_ij = exp(S_ij - m_new);
+      alpha = exp(m_i - m_new);
       l_i = alpha * l_i + row_sum(prog, P_ij);
+      // END SOLUTION step05
 
       // The second product takes P in V's element type.
       const auto P_ij_v = P_ij.template to<T>();  // keep the cast: to<T>() returns a new tile
@@ -112,9 +122,13 @@ struct FlashFwdKernel {
 
     // Normalise once, store O in the input dtype and L = m + log(l) in float32; rows past
     // N_QUERIES (computed from zero-padded queries) are never written.
-    const auto O_i = O_acc / l_i;
+    Frag<float, Rows> O_i{};      // (Q_TILE, D)
+    RowVec<float, Scores> L_i{};  // (Q_TILE,)
+    // BEGIN SOLUTION step05: divide O_acc by l_i once, and the logsumexp L_i = m_i + log(l_i) uses(O_acc, l_i, m_i)
+    O_i = O_acc / l_i;
+    L_i = m_i + log(l_i);
+    // END SOLUTION step05
     store(prog, O_ptr, O_i.template to<T>(), boundary_check<0, 1>);
-    const auto L_i = m_i + log(l_i);
     store(prog, L_ptr, L_i.template to<float>(), boundary_check<0>);
   }
 };

@@ -8,7 +8,9 @@
 
 namespace fa2 {
 
-std::string to_string(DType dtype) { return dtype == DType::float32 ? "float32" : "bfloat16"; }
+std::string to_string(DType dtype) {
+  return dtype == DType::float32 ? "float32" : "bfloat16";
+}
 
 namespace {
 
@@ -22,7 +24,8 @@ void check_tensor(const char* name, const void* data, const Extents<3>& shape, c
               "got " + to_string<3>(shape) + ", every length must be at least 1 (batch, seq, head_dim)");
   require_arg(strides[2] == 1, n + ".stride(2)",
               got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
-  require_arg(strides[0] >= 0 && strides[1] >= 0, n + ".strides", "got " + to_string<3>(strides) + ", strides must be >= 0");
+  require_arg(strides[0] >= 0 && strides[1] >= 0, n + ".strides",
+              "got " + to_string<3>(strides) + ", strides must be >= 0");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 //
 //   S = dot_abt(prog, Q_i, K_j, stage)        Q_i (M, K) and K_j (N, K) in shared memory -> (M, N) fp32
 //   O = dot(prog, P, V_j, acc, stage)          acc + P V; P (M, K) in registers, V_j (K, N) shared
+//   dV = dot_atb(prog, P, dO_i, acc, stage)    acc + P^T dO; P (M, K) in registers, dO_i (M, N) shared
+//                                              -> (K, N) fp32 (the backward's dV_j and dK_j)
 //
 // Like tl.dot, both operands must have one element type (float or bf16) and the result is
 // accumulated in float32. float32 operands are rounded to TF32 first, which is what the
@@ -22,7 +24,6 @@
 
 #include "common/bf16.hpp"
 #include "common/numeric.hpp"
-#include "common/todo.hpp"  // fa2::todo, what the starter kit puts in the solution regions below
 #include "step03_tile_pointer/program.hpp"
 #include "step03_tile_pointer/tile.hpp"
 
@@ -40,6 +41,15 @@ struct DotStaging {
   Tile<float, Block<M, N>, kSmemPad> S;  // scores on their way from the tensor cores to the registers
   Tile<T, Block<M, N>, kSmemPad> P;      // probabilities on their way to the tensor cores
   Tile<float, Block<M, D>, kSmemPad> O;  // the output accumulator, both ways
+};
+
+// The staging of dot_atb (the backward's A^T B): A on its way to the tensor cores, and the
+// (K, N) accumulator both ways. Separate from DotStaging because its accumulator has the shape
+// of the key tile (dK_j, dV_j), not of the query tile.
+template <class T, int M, int K, int N>
+struct DotAtbStaging {
+  Tile<T, Block<M, K>, kSmemPad> A;      // P or dS, (M, K), read transposed by the tensor cores
+  Tile<float, Block<K, N>, kSmemPad> C;  // the accumulator, (K, N)
 };
 
 template <class TA, class TB>
@@ -93,15 +103,14 @@ Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram& prog, const Tile<TA, 
   check_dot_operands<TA, TB>();
   detail::note_product_reads<M, N, K>(prog, &A, B, [&](int n, int k) { return &B.at(n, k); });
   Frag<float, RowLayout<M, N, 1>> S;
-  // BEGIN SOLUTION step05: S(m, n) = sum over k of A(m, k) B(n, k), on the operands the tensor cores see uses(A, B)
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float acc = 0.0f;
-      for (int k = 0; k < K; ++k) acc += detail::tensor_core_operand(A.at(m, k)) * detail::tensor_core_operand(B.at(n, k));
+      for (int k = 0; k < K; ++k)
+        acc += detail::tensor_core_operand(A.at(m, k)) * detail::tensor_core_operand(B.at(n, k));
       S.v[m][n] = acc;
     }
   }
-  // END SOLUTION step05
   prog.sync();
   return S;
 }
@@ -117,15 +126,41 @@ Frag<float, RowLayout<M, N, 1>> dot(const HostProgram& prog, const Frag<TA, RowL
   detail::note_product_reads<M, N, K>(prog, static_cast<const Tile<TB, Block<K, N>, PB>*>(nullptr), B,
                                       [&](int n, int k) { return &B.at(k, n); });
   Frag<float, RowLayout<M, N, 1>> out;
-  // BEGIN SOLUTION step05: out(m, n) = acc(m, n) + sum over k of A(m, k) B(k, n) uses(A, B, acc)
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float sum = 0.0f;
-      for (int k = 0; k < K; ++k) sum += detail::tensor_core_operand(A.v[m][k]) * detail::tensor_core_operand(B.at(k, n));
+      for (int k = 0; k < K; ++k)
+        sum += detail::tensor_core_operand(A.v[m][k]) * detail::tensor_core_operand(B.at(k, n));
       out.v[m][n] = acc.v[m][n] + sum;
     }
   }
-  // END SOLUTION step05
+  prog.sync();
+  return out;
+}
+
+// acc + A^T B, the backward's dV_j += P^T dO_i and dK_j += dS^T Q_i: A (M, K) in registers,
+// B (M, N) in shared memory, the result (K, N), summed over the M rows they share. On the GPU
+// as dot: A and acc go to shared memory, a barrier, the warps read them and B, a barrier before
+// the result is shared. Result block (bk, bn) is computed by one warp, which reads columns
+// bn*16.. of every row of B.
+template <class TA, class TB, int M, int K, int N, int PB, class Stage>
+Frag<float, RowLayout<K, N, 1>> dot_atb(const HostProgram& prog, const Frag<TA, RowLayout<M, K, 1>>& A,
+                                        const Tile<TB, Block<M, N>, PB>& B, const Frag<float, RowLayout<K, N, 1>>& acc,
+                                        Stage&) {
+  check_dot_operands<TA, TB>();
+  prog.sync();
+  detail::note_product_reads<K, N, M>(prog, static_cast<const Tile<TB, Block<M, N>, PB>*>(nullptr), B,
+                                      [&](int n, int m) { return &B.at(m, n); });
+  Frag<float, RowLayout<K, N, 1>> out;
+  for (int row = 0; row < K; ++row) {
+    for (int col = 0; col < N; ++col) {
+      float A_t_B = 0.0f;  // column `row` of A against column `col` of B
+      for (int m = 0; m < M; ++m) {
+        A_t_B += detail::tensor_core_operand(A.v[m][row]) * detail::tensor_core_operand(B.at(m, col));
+      }
+      out.v[row][col] = acc.v[row][col] + A_t_B;
+    }
+  }
   prog.sync();
   return out;
 }

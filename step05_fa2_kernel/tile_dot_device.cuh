@@ -135,4 +135,43 @@ __device__ Frag<float, RowLayout<M, N, NT>> dot(const DeviceProgram<NT>& prog, c
   return out;
 }
 
+// acc + A^T B, A (M, K) in registers, B (M, N) row-major in shared memory, result (K, N). A is
+// staged row-major and read as a column-major matrix_a: that is A^T, with no copy.
+template <int NT, class TA, class TB, int M, int K, int N, int PB, class T>
+__device__ Frag<float, RowLayout<K, N, NT>> dot_atb(const DeviceProgram<NT>& prog,
+                                                    const Frag<TA, RowLayout<M, K, NT>>& A,
+                                                    const Tile<TB, Block<M, N>, PB>& B,
+                                                    const Frag<float, RowLayout<K, N, NT>>& acc,
+                                                    DotAtbStaging<T, M, K, N>& stage) {
+  check_dot_operands<TA, TB>();
+  static_assert(std::is_same_v<TA, T>, "the staging area was made for another element type");
+  static_assert(M % 16 == 0 && N % 16 == 0 && K % 16 == 0, "tensor-core tiles are multiples of 16");
+  using W = detail::Wmma<TA>;
+  namespace wmma = detail::wmma;
+  detail::write_fragment(prog.thread_rank(), A, stage.A);
+  detail::write_fragment(prog.thread_rank(), acc, stage.C);
+  prog.sync();
+  constexpr int blocks_n = N / 16;
+  for (int blk = prog.warp_id(); blk < (K / 16) * blocks_n; blk += NT / 32) {
+    const int bk = blk / blocks_n, bn = blk % blocks_n;
+    detail::AccumulatorFor<TA> c;
+    wmma::load_matrix_sync(c, &stage.C.at(bk * 16, bn * 16), decltype(stage.C)::ld, wmma::mem_row_major);
+    for (int m = 0; m < M; m += W::K) {
+      // Rows bk*16.. of A^T, columns m..: A's rows m.., columns bk*16.., read column-major.
+      typename W::template Fragment<wmma::matrix_a, wmma::col_major> a;
+      typename W::template Fragment<wmma::matrix_b, wmma::row_major> b;
+      wmma::load_matrix_sync(a, W::ptr(&stage.A.at(m, bk * 16)), decltype(stage.A)::ld);
+      wmma::load_matrix_sync(b, W::ptr(&B.at(m, bn * 16)), Tile<TB, Block<M, N>, PB>::ld);
+      W::round(a);
+      W::round(b);
+      wmma::mma_sync(c, a, b, c);
+    }
+    wmma::store_matrix_sync(&stage.C.at(bk * 16, bn * 16), c, decltype(stage.C)::ld, wmma::mem_row_major);
+  }
+  prog.sync();
+  Frag<float, RowLayout<K, N, NT>> out;
+  detail::read_fragment(prog.thread_rank(), stage.C, out);
+  return out;
+}
+
 }  // namespace fa2

@@ -1,6 +1,8 @@
 # ctest helper: `diff -u <step05 kernel> <variant kernel>` must show exactly the committed
 # patch, so a variant can never drift from step05 by more than its bug lines.
 #   cmake -D SOURCE_DIR=<repo> -D WORK_DIR=<scratch dir> -D VARIANT=bug1 -P check_variant_diff.cmake
+# After changing step05's kernel and the variants together, -D UPDATE=ON rewrites the .patch file
+# from the files as they are (then read the new patch: it must show the bug's lines and nothing else).
 # Solution regions (// BEGIN SOLUTION ... // END SOLUTION, see scripts/make_starter_kit.sh) are
 # collapsed to their first line in both files first, and hunk line numbers are not compared:
 # in the students' starter kit those regions hold a TODO in step05 and the original code in
@@ -27,6 +29,11 @@ execute_process(
   OUTPUT_VARIABLE actual RESULT_VARIABLE rc)
 if(NOT rc EQUAL 1)
   message(FATAL_ERROR "diff returned ${rc}: the variant should differ from step05's kernel")
+endif()
+if(UPDATE)
+  file(WRITE "${expected}" "${actual}")
+  message(STATUS "rewrote ${expected}")
+  return()
 endif()
 file(READ "${expected}" wanted)
 string(REGEX REPLACE "\n@@ [^\n]*" "\n@@" actual_hunks "${actual}")

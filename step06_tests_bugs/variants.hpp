@@ -19,10 +19,14 @@ enum class Variant { fixed, original, bug1, bug2 };
 
 inline std::string name(Variant v) {
   switch (v) {
-    case Variant::fixed: return "fixed (step05)";
-    case Variant::original: return "original (bugs 1 and 2)";
-    case Variant::bug1: return "bug 1 only";
-    case Variant::bug2: return "bug 2 only";
+    case Variant::fixed:
+      return "fixed (step05)";
+    case Variant::original:
+      return "original (bugs 1 and 2)";
+    case Variant::bug1:
+      return "bug 1 only";
+    case Variant::bug2:
+      return "bug 2 only";
   }
   return "?";
 }
@@ -39,10 +43,14 @@ void bug2_host(const FlashFwdArgs& args);
 
 inline HostLaunchFn host_launcher(Variant v) {
   switch (v) {
-    case Variant::original: return &original_host;
-    case Variant::bug1: return &bug1_host;
-    case Variant::bug2: return &bug2_host;
-    case Variant::fixed: break;
+    case Variant::original:
+      return &original_host;
+    case Variant::bug1:
+      return &bug1_host;
+    case Variant::bug2:
+      return &bug2_host;
+    case Variant::fixed:
+      break;
   }
   return &flash_fwd_host;
 }

@@ -14,10 +14,14 @@ void bug2_cuda(const FlashFwdArgs& args, cudaStream_t stream);
 
 inline CudaLaunchFn cuda_launcher(Variant v) {
   switch (v) {
-    case Variant::original: return &original_cuda;
-    case Variant::bug1: return &bug1_cuda;
-    case Variant::bug2: return &bug2_cuda;
-    case Variant::fixed: break;
+    case Variant::original:
+      return &original_cuda;
+    case Variant::bug1:
+      return &bug1_cuda;
+    case Variant::bug2:
+      return &bug2_cuda;
+    case Variant::fixed:
+      break;
   }
   return &flash_fwd_cuda;
 }

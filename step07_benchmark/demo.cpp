@@ -43,8 +43,9 @@ void print_napkin_math() {
   std::cout
       << "\nCompare FLOP/byte with the H200's balance point, 989e12 / 4.8e12 = about 206 FLOP per byte: above it\n"
          "the matrix units set the floor, below it memory does ('bound by'). The FLOP count is the article's\n"
-         "(4*B*H*N^2*D, halved for causal); a kernel that still computes the masked tiles does the full work,\n"
-         "so its causal TF/s is flattered by the halved count. Standard attention also writes and reads S and\n"
+         "(4*B*H*N^2*D, halved for causal); a kernel that still computes the masked tiles does the full work\n"
+         "and is credited with half of it, so its causal TF/s is half its real rate (the article says such a\n"
+         "rate is flattered; the count does the opposite). Standard attention also writes and reads S and\n"
          "P (last column, bf16), which is why it needs far more memory than a fused kernel.\n";
 }
 
@@ -54,7 +55,7 @@ int demo() {
   const auto& gpu = fa2::cuda::gpu_status();
   if (!gpu.available) {
     std::cout << "\nThe benchmark itself needs a GPU (" << gpu.reason << ").\n"
-              << "On one: step07_bench (or step07_benchmark/run_h200.sh) runs the whole sweep.\n";
+              << "On one: step07_bench (or scripts/gpu_session.sh bench) runs the whole sweep.\n";
     return 0;
   }
   std::cout << "\nOne small point on " << gpu.name << " (the full sweep is step07_bench):\n";

@@ -19,8 +19,8 @@ class CudaError : public std::runtime_error {
 };
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t code, const char* expr, const char* file, int line) {
-  throw CudaError(code, std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " +
-                            cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
+  throw CudaError(code, std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                            " failed: " + cudaGetErrorName(code) + " (" + cudaGetErrorString(code) + ")");
 }
 
 inline void check(cudaError_t code, const char* expr, const char* file, int line) {

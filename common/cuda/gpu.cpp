@@ -31,8 +31,8 @@ GpuStatus classify(const GpuProbe& probe) {
     return s;
   }
   if (probe.count_error != 0) {
-    s.reason = "GPU unusable: cudaGetDeviceCount failed with " + probe.count_error_name + " (" +
-               probe.count_error_text + ")";
+    s.reason =
+        "GPU unusable: cudaGetDeviceCount failed with " + probe.count_error_name + " (" + probe.count_error_text + ")";
     return s;
   }
   if (!probe.properties_error_name.empty()) {

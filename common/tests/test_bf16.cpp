@@ -13,7 +13,7 @@ namespace {
 // An independent model of round-to-nearest-even onto the bf16 grid, in double arithmetic.
 double nearest_bf16(float f) {
   int exponent = 0;
-  std::frexp(static_cast<double>(f), &exponent);  // f = m * 2^exponent, 0.5 <= |m| < 1
+  std::frexp(static_cast<double>(f), &exponent);     // f = m * 2^exponent, 0.5 <= |m| < 1
   const double ulp = std::ldexp(1.0, exponent - 8);  // bf16 keeps 8 significant bits
   const double scaled = static_cast<double>(f) / ulp;
   const double lo = std::floor(scaled);

@@ -51,7 +51,7 @@ Tensor<double, 3> central_difference(Tensor<double, 3>& x, const std::function<d
 
 }  // namespace
 
-TEST_SUITE("reference") {
+TEST_SUITE("reference+backward") {
   TEST_CASE("the backward reference matches central finite differences of the loss sum of dO times O on tiny shapes") {
     Shape s{};
     SUBCASE("B=1 Nq=3 Nk=5 D=2 Dv=3") {

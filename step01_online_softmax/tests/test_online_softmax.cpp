@@ -87,8 +87,8 @@ TEST_SUITE("online_softmax") {
     CHECK(fa2::online::logsumexp(x) == doctest::Approx(std::log(6.0)).epsilon(1e-14));
   }
 
-  TEST_CASE_TEMPLATE("online softmax and logsumexp match a long double reference for lengths 1 2 17 and 1000", T,
-                     float, double) {
+  TEST_CASE_TEMPLATE("online softmax and logsumexp match a long double reference for lengths 1 2 17 and 1000", T, float,
+                     double) {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     for (const Eigen::Index n : {1, 2, 17, 1000}) {
@@ -110,7 +110,7 @@ TEST_SUITE("online_softmax") {
 
   TEST_CASE_TEMPLATE("scores near plus or minus 1000 overflow the unguarded softmax but not the online one", T, float,
                      double) {
-    const Eigen::VectorX<T> high{{T{1000}, T{999}, T{998}}};     // exp(1000) = inf in float and double
+    const Eigen::VectorX<T> high{{T{1000}, T{999}, T{998}}};      // exp(1000) = inf in float and double
     const Eigen::VectorX<T> low{{T{-1000}, T{-1001}, T{-1002}}};  // exp(-1000) = 0 in both
     const Eigen::VectorX<T> shifted{{T{0}, T{-1}, T{-2}}};        // the same row minus its maximum
     // Unguarded: inf / inf and 0 / 0, so every probability is NaN.
@@ -261,7 +261,8 @@ TEST_SUITE("online_softmax") {
       // Random cut points: between 1 and 30 blocks, of random lengths.
       std::vector<Eigen::Index> cuts{0, n};
       const auto n_cuts = static_cast<int>(rng.uniform(0.0, 30.0));
-      for (int c = 0; c < n_cuts; ++c) cuts.push_back(static_cast<Eigen::Index>(rng.uniform(1.0, static_cast<double>(n))));
+      for (int c = 0; c < n_cuts; ++c)
+        cuts.push_back(static_cast<Eigen::Index>(rng.uniform(1.0, static_cast<double>(n))));
       std::sort(cuts.begin(), cuts.end());
       std::vector<OnlineSoftmaxState<T>> blocks;
       for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
@@ -317,7 +318,7 @@ TEST_SUITE("online_softmax") {
     INFO("seed ", rng.seed());
     Eigen::MatrixXd X(6, 33);
     for (Eigen::Index r = 0; r < X.rows(); ++r) X.row(r) = random_row<double>(rng, X.cols(), 0.0, 4.0).transpose();
-    X(2, 0) = -std::numeric_limits<double>::infinity();  // one masked score
+    X(2, 0) = -std::numeric_limits<double>::infinity();              // one masked score
     X.row(4).setConstant(-std::numeric_limits<double>::infinity());  // one fully masked row
     const Eigen::MatrixXd online = fa2::online::online_softmax_rowwise(X);
     const Eigen::MatrixXd naive = fa2::online::naive_softmax_rowwise(X);

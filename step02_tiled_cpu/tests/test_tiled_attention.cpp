@@ -74,8 +74,8 @@ fa2::tiled::ForwardResult<T> run(const Inputs<T>& in, const TileOptions& options
 }  // namespace
 
 TEST_SUITE("tiled_cpu") {
-  TEST_CASE_TEMPLATE("O and L match the float64 reference for ragged shapes all tile sizes and both causal settings",
-                     T, float, double) {
+  TEST_CASE_TEMPLATE("O and L match the float64 reference for ragged shapes all tile sizes and both causal settings", T,
+                     float, double) {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     for (const Shape& s : kShapes) {

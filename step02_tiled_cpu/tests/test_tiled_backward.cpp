@@ -110,7 +110,7 @@ void check_gradients(const fa2::tiled::BackwardResult<T>& out, const fa2::Attent
 
 }  // namespace
 
-TEST_SUITE("tiled_cpu") {
+TEST_SUITE("tiled_cpu+backward") {
   TEST_CASE_TEMPLATE("dQ dK and dV match the float64 reference for ragged shapes all tile sizes and both masks", T,
                      float, double) {
     Shape s{};

@@ -67,8 +67,7 @@ TEST_SUITE("common_mistakes") {
     auto x = article_x();
     const index_t row_tile_idx = 1;  // should see rows 2 and 3
     const auto wrong = make_tile_ptr<Block<ROWS_TILE, D_TILE>>(x.data(), {N, D}, {D, 1}, {row_tile_idx, 0});
-    const auto right =
-        make_tile_ptr<Block<ROWS_TILE, D_TILE>>(x.data(), {N, D}, {D, 1}, {row_tile_idx * ROWS_TILE, 0});
+    const auto right = make_tile_ptr<Block<ROWS_TILE, D_TILE>>(x.data(), {N, D}, {D, 1}, {row_tile_idx * ROWS_TILE, 0});
     CHECK(loaded(wrong) == "[[10, 11, 12, 13], [20, 21, 22, 23]]");  // rows 1 and 2: overlaps program 0
     CHECK(loaded(right) == "[[20, 21, 22, 23], [30, 31, 32, 33]]");
   }
@@ -126,8 +125,8 @@ TEST_SUITE("common_mistakes") {
   TEST_CASE("advance counts elements: advancing by one tile count moves one column") {
     auto x = article_x();
     const auto start = make_tile_ptr<Block<ROWS_TILE, D_TILE>>(x.data(), {N, D}, {D, 1}, {0, 0});
-    const auto wrong = start.advance({0, 1});       // "one tile to the right"
-    const auto right = start.advance({0, D_TILE});  // D_TILE elements to the right
+    const auto wrong = start.advance({0, 1});                    // "one tile to the right"
+    const auto right = start.advance({0, D_TILE});               // D_TILE elements to the right
     CHECK(loaded(wrong) == "[[1, 2, 3, 4], [11, 12, 13, 14]]");  // overlaps the first tile
     CHECK(loaded(right) == "[[4, 5, 6, 7], [14, 15, 16, 17]]");
   }

@@ -33,11 +33,12 @@ TEST_SUITE("race_checks") {
   TEST_CASE("a read of another thread's write without a barrier between is reported with tile, element and threads") {
     Fixture f;
     f.prog.note_write(5, f.shared.B, &f.shared.B.at(1, 3));
-    CHECK_THROWS_WITH_AS(f.prog.note_read(0, f.shared.B, &f.shared.B.at(1, 3)),
-                         "shared-memory race in program (2, 1, 0): thread 0 read element (1, 3) of the 4 x 8 float tile "
-                         "at byte 128 of shared memory, which thread 5 wrote after the last prog.sync(): on a GPU their "
-                         "order is undefined. A barrier (prog.sync()) is missing between the two.",
-                         fa2::SharedMemoryHazard);
+    CHECK_THROWS_WITH_AS(
+        f.prog.note_read(0, f.shared.B, &f.shared.B.at(1, 3)),
+        "shared-memory race in program (2, 1, 0): thread 0 read element (1, 3) of the 4 x 8 float tile "
+        "at byte 128 of shared memory, which thread 5 wrote after the last prog.sync(): on a GPU their "
+        "order is undefined. A barrier (prog.sync()) is missing between the two.",
+        fa2::SharedMemoryHazard);
   }
 
   TEST_CASE("a barrier between the write and the read makes them safe") {

@@ -24,8 +24,8 @@ void check_every_tile(TensorView<const float, 2> x, Ord order) {
   const auto prog = host_program();
   const index_t n_rows = x.size(0), n_cols = x.size(1);
   for (index_t pid = 0; pid < cdiv<index_t>(n_rows, ROWS); ++pid) {
-    auto ptr = make_tile_ptr<Block<ROWS, COLS>>(x.data(), {n_rows, n_cols}, {x.stride(0), x.stride(1)},
-                                                 {pid * ROWS, 0}, order);
+    auto ptr = make_tile_ptr<Block<ROWS, COLS>>(x.data(), {n_rows, n_cols}, {x.stride(0), x.stride(1)}, {pid * ROWS, 0},
+                                                order);
     for (index_t step = 0; step < cdiv<index_t>(n_cols, COLS); ++step) {
       Tile<float, Block<ROWS, COLS>> tile;
       load(prog, ptr, tile, boundary_check<0, 1>, Padding::zero);

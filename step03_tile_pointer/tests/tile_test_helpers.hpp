@@ -57,7 +57,9 @@ class GuardedBuffer {
   }
 
  private:
-  bool same(T v) const { return v == sentinel_ || (std::isnan(static_cast<double>(v)) && std::isnan(static_cast<double>(sentinel_))); }
+  bool same(T v) const {
+    return v == sentinel_ || (std::isnan(static_cast<double>(v)) && std::isnan(static_cast<double>(sentinel_)));
+  }
 
   std::vector<T> storage_;
   index_t numel_;
@@ -77,7 +79,9 @@ struct OneThreadOf {
   void sync() const {}
 };
 
-inline HostProgram host_program(int program_id = 0) { return HostProgram(Coord<3>{program_id, 0, 0}, nullptr, 0); }
+inline HostProgram host_program(int program_id = 0) {
+  return HostProgram(Coord<3>{program_id, 0, 0}, nullptr, 0);
+}
 
 inline std::string show_value(double v) {
   if (std::isnan(v)) return "nan";

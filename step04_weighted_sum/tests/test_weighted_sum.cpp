@@ -61,11 +61,21 @@ TEST_SUITE("weighted_sum") {
     Rng rng(fresh_seed());
     INFO("seed ", rng.seed());
     index_t rows = 0, cols = 0;
-    SUBCASE("1 x 1: a single element, every tile mostly padding") { rows = 1, cols = 1; }
-    SUBCASE("3 x 17: neither size a multiple of any tile") { rows = 3, cols = 17; }
-    SUBCASE("5 x 10: the article's shape") { rows = 5, cols = 10; }
-    SUBCASE("64 x 128: every tile full") { rows = 64, cols = 128; }
-    SUBCASE("1000 x 1000: many programs and steps, ragged for 16 x 64") { rows = 1000, cols = 1000; }
+    SUBCASE("1 x 1: a single element, every tile mostly padding") {
+      rows = 1, cols = 1;
+    }
+    SUBCASE("3 x 17: neither size a multiple of any tile") {
+      rows = 3, cols = 17;
+    }
+    SUBCASE("5 x 10: the article's shape") {
+      rows = 5, cols = 10;
+    }
+    SUBCASE("64 x 128: every tile full") {
+      rows = 64, cols = 128;
+    }
+    SUBCASE("1000 x 1000: many programs and steps, ragged for 16 x 64") {
+      rows = 1000, cols = 1000;
+    }
     CAPTURE(rows);
     CAPTURE(cols);
     const auto x = random_normal<T, 2>({rows, cols}, rng);

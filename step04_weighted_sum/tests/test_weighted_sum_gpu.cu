@@ -62,7 +62,7 @@ void check_gpu(TensorView<const T, 2> x, TensorView<const T, 1> weight) {
 
 template <class T>
 void check_all_gpu(TensorView<const T, 2> x, TensorView<const T, 1> weight) {
-  check_gpu<2, 4, 128, T>(x, weight);     // the article's tiles: most threads own no row
+  check_gpu<2, 4, 128, T>(x, weight);  // the article's tiles: most threads own no row
   check_gpu<2, 4, 256, T>(x, weight);
   check_gpu<16, 64, 128, T>(x, weight);   // 8 threads per row
   check_gpu<16, 64, 32, T>(x, weight);    // one warp: 2 threads per row, 32 columns each
@@ -91,11 +91,21 @@ TEST_SUITE("gpu") {
     Rng rng(fresh_seed());
     INFO("seed ", rng.seed());
     index_t rows = 0, cols = 0;
-    SUBCASE("1 x 1") { rows = 1, cols = 1; }
-    SUBCASE("3 x 17") { rows = 3, cols = 17; }
-    SUBCASE("5 x 10") { rows = 5, cols = 10; }
-    SUBCASE("1000 x 1000") { rows = 1000, cols = 1000; }
-    SUBCASE("4099 x 300: thousands of programs") { rows = 4099, cols = 300; }
+    SUBCASE("1 x 1") {
+      rows = 1, cols = 1;
+    }
+    SUBCASE("3 x 17") {
+      rows = 3, cols = 17;
+    }
+    SUBCASE("5 x 10") {
+      rows = 5, cols = 10;
+    }
+    SUBCASE("1000 x 1000") {
+      rows = 1000, cols = 1000;
+    }
+    SUBCASE("4099 x 300: thousands of programs") {
+      rows = 4099, cols = 300;
+    }
     CAPTURE(rows);
     CAPTURE(cols);
     const auto x = random_normal<T, 2>({rows, cols}, rng);

@@ -67,9 +67,7 @@ class GuardedOutput {
   // The output as the kernel sees it, over this storage or over a device copy of it.
   TensorView<float, 1> view(float* storage) const { return {storage + guard, Extents<1>{rows_}, Extents<1>{stride}}; }
   TensorView<float, 1> view() { return view(storage_.data()); }
-  TensorView<const float, 1> cview() const {
-    return {storage_.data() + guard, Extents<1>{rows_}, Extents<1>{stride}};
-  }
+  TensorView<const float, 1> cview() const { return {storage_.data() + guard, Extents<1>{rows_}, Extents<1>{stride}}; }
   std::vector<float>& storage() { return storage_; }
 
   // Every element that is not a row's total still holds the sentinel.

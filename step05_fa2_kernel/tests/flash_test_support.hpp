@@ -22,7 +22,8 @@ namespace fa2::testing {
 struct FlashShape {
   index_t B, N_q, N_k, D;
   std::string name() const {
-    return "(" + std::to_string(B) + " " + std::to_string(N_q) + " " + std::to_string(N_k) + " " + std::to_string(D) + ")";
+    return "(" + std::to_string(B) + " " + std::to_string(N_q) + " " + std::to_string(N_k) + " " + std::to_string(D) +
+           ")";
   }
 };
 
@@ -45,8 +46,8 @@ constexpr Tolerance flash_tolerance() {
 }
 
 template <class T>
-using FlashRunner = std::function<FlashOutputs<T>(TensorView<const T, 3>, TensorView<const T, 3>,
-                                                  TensorView<const T, 3>, bool)>;
+using FlashRunner =
+    std::function<FlashOutputs<T>(TensorView<const T, 3>, TensorView<const T, 3>, TensorView<const T, 3>, bool)>;
 
 // Runs any launcher with flash_fwd_host's signature on host tensors (step05, step06's
 // variants, step07's ladder). The GPU twin is gpu_runner in flash_test_support_cuda.hpp.
@@ -78,7 +79,8 @@ FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, b
   const auto V = random_normal<T, 3>({shape.B, shape.N_k, shape.D}, rng);
   const auto out = run(Q.cview(), K.cview(), V.cview(), causal);
   const auto ref = reference_attention<T>(Q.cview(), K.cview(), V.cview(), causal);
-  FlashCheck c{compare_close(out.O.cview(), ref.O.cview(), tol, "O"), compare_close(out.L.cview(), ref.L.cview(), tol, "L")};
+  FlashCheck c{compare_close(out.O.cview(), ref.O.cview(), tol, "O"),
+               compare_close(out.L.cview(), ref.L.cview(), tol, "L")};
   const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
                             " seed " + std::to_string(rng.seed()) + ": ";
   c.O.what = where + "O";

@@ -22,9 +22,11 @@ TEST_SUITE("gpu") {
   TEST_CASE_TEMPLATE("GPU: causal attention with N_q != N_k and every head dim", T, float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (index_t D : {16, 32, 64, 128}) {
-      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 37, 53, D}, {1, 100, 30, D}, {3, 1, 1, D}}) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{2, 37, 53, D}, {1, 100, 30, D}, {3, 1, 1, D}}) {
         for (bool causal : {false, true}) {
-          const auto c = fa2::testing::run_and_compare<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda), shape, causal);
+          const auto c =
+              fa2::testing::run_and_compare<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda), shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());
           CHECK_MESSAGE(c.L.ok, c.L.summary());
         }
@@ -76,7 +78,8 @@ TEST_SUITE("gpu") {
     FA2_CHECK_CLOSE(L.cview(), ref.L.cview(), fa2::testing::flash_tolerance<fa2::bf16>(), "L");
     int gaps_written = 0;
     for (std::size_t i = 0; i < O.storage().size(); ++i) {
-      if (static_cast<index_t>(i % static_cast<std::size_t>(D + 16)) >= D) gaps_written += std::isnan(static_cast<float>(O.storage()[i])) ? 0 : 1;
+      if (static_cast<index_t>(i % static_cast<std::size_t>(D + 16)) >= D)
+        gaps_written += std::isnan(static_cast<float>(O.storage()[i])) ? 0 : 1;
     }
     CHECK(gaps_written == 0);
   }
@@ -94,7 +97,8 @@ TEST_SUITE("gpu") {
     }
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
-    const auto Q = fa2::random_normal<fa2::bf16, 3>({B, N, D}, rng), K = fa2::random_normal<fa2::bf16, 3>({B, N, D}, rng),
+    const auto Q = fa2::random_normal<fa2::bf16, 3>({B, N, D}, rng),
+               K = fa2::random_normal<fa2::bf16, 3>({B, N, D}, rng),
                V = fa2::random_normal<fa2::bf16, 3>({B, N, D}, rng);
     fa2::cuda::DeviceBuffer<fa2::bf16> dQ(elements), dK(elements), dV(elements), dO(elements);
     dO.fill_bytes(0xFF);
@@ -108,7 +112,8 @@ TEST_SUITE("gpu") {
     fa2::cuda::DeviceBuffer<float> dL(static_cast<std::size_t>(B * N));
     dL.fill_bytes(0xFF);
     const fa2::Extents<3> shape{B, N, D}, strides{stride_b, D, 1};
-    const TensorView<const fa2::bf16, 3> q(dQ.data(), shape, strides), k(dK.data(), shape, strides), v(dV.data(), shape, strides);
+    const TensorView<const fa2::bf16, 3> q(dQ.data(), shape, strides), k(dK.data(), shape, strides),
+        v(dV.data(), shape, strides);
     fa2::flash_fwd_cuda(fa2::make_flash_args<fa2::bf16>(q, k, v, TensorView<fa2::bf16, 3>(dO.data(), shape, strides),
                                                         TensorView<float, 2>(dL.data(), {B, N}), false));
     FA2_CUDA_CHECK(cudaDeviceSynchronize());
@@ -126,7 +131,8 @@ TEST_SUITE("validation") {
   TEST_CASE("the CUDA launch validates its arguments before touching the GPU") {
     // Runs without a GPU: the checks come first, so no CUDA call is made.
     Tensor<float, 3> q({1, 8, 48});
-    fa2::FlashFwdArgs a = fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), Tensor<float, 2>({1, 8}).view(), false);
+    fa2::FlashFwdArgs a =
+        fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), Tensor<float, 2>({1, 8}).view(), false);
     a.q = nullptr;
     CHECK_THROWS_WITH_AS(fa2::flash_fwd_cuda(a), doctest::Contains("Q: null pointer"), std::invalid_argument);
     a = fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), Tensor<float, 2>({1, 8}).view(), false);

@@ -25,9 +25,11 @@ TEST_SUITE("host") {
 
   TEST_CASE("every head dim and lengths below one tile work") {
     for (index_t D : {16, 32, 64, 128}) {
-      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 1, 1, D}, {1, 5, 17, D}, {1, 33, 16, D}}) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{2, 1, 1, D}, {1, 5, 17, D}, {1, 33, 16, D}}) {
         for (bool causal : {false, true}) {
-          const auto c = fa2::testing::run_and_compare<float>(fa2::testing::host_runner<float>(&fa2::flash_fwd_host), shape, causal);
+          const auto c = fa2::testing::run_and_compare<float>(fa2::testing::host_runner<float>(&fa2::flash_fwd_host),
+                                                              shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());
           CHECK_MESSAGE(c.L.ok, c.L.summary());
         }
@@ -86,7 +88,9 @@ TEST_SUITE("validation") {
     Tensor<float, 3> Q{fa2::Extents<3>{2, 20, 64}}, K{fa2::Extents<3>{2, 30, 64}}, V{fa2::Extents<3>{2, 30, 64}};
     Tensor<float, 3> O{fa2::Extents<3>{2, 20, 64}};
     Tensor<float, 2> L{fa2::Extents<2>{2, 20}};
-    fa2::FlashFwdArgs args() { return fa2::make_flash_args<float>(Q.cview(), K.cview(), V.cview(), O.view(), L.view(), false); }
+    fa2::FlashFwdArgs args() {
+      return fa2::make_flash_args<float>(Q.cview(), K.cview(), V.cview(), O.view(), L.view(), false);
+    }
   };
 
   void check_rejects(const fa2::FlashFwdArgs& a, const char* fragment) {

@@ -42,8 +42,8 @@ TEST_SUITE("host+barrier") {
   TEST_CASE("the intact kernel passes the host's race checks on ragged and causal shapes") {
     for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 70, 33, 64}, {1, 17, 90, 128}}) {
       for (bool causal : {false, true}) {
-        const auto c = fa2::testing::run_and_compare<fa2::bf16>(fa2::testing::host_runner<fa2::bf16>(&fa2::flash_fwd_host),
-                                                                shape, causal);
+        const auto c = fa2::testing::run_and_compare<fa2::bf16>(
+            fa2::testing::host_runner<fa2::bf16>(&fa2::flash_fwd_host), shape, causal);
         CHECK_MESSAGE(c.O.ok, c.O.summary());
       }
     }

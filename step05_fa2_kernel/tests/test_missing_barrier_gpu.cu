@@ -29,8 +29,8 @@ TEST_SUITE("gpu+barrier") {
     FA2_SKIP_WITHOUT_GPU();
     fa2::Rng rng(fa2::fresh_seed());
     const auto Q = fa2::random_normal<float, 3>({1, 40, 64}, rng);
-    const auto out = fa2::run_with_device_tensors<float>(&flash_fwd_without_barrier_cuda, Q.cview(), Q.cview(),
-                                                         Q.cview(), false);
+    const auto out =
+        fa2::run_with_device_tensors<float>(&flash_fwd_without_barrier_cuda, Q.cview(), Q.cview(), Q.cview(), false);
     CHECK(out.O.size(1) == 40);  // it ran; whether its numbers are right depends on timing
   }
 }

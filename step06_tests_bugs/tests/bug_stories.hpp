@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <functional>
+#include <string>
 
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
 #include "step06_tests_bugs/variants.hpp"
@@ -42,8 +42,8 @@ void article_test_file(const RunnerFor<T>& runner_for, Variant v) {
       if (causal && shape.N_q != shape.N_k) continue;
       const auto c = run_and_compare<T>(runner_for(v), shape, causal);
       const bool expect = expected_to_pass(v, shape, causal);
-      CHECK_MESSAGE(c.ok() == expect, (expect ? "expected to pass: " : "expected to FAIL: ") << c.O.summary()
-                                                                                             << " | " << c.L.summary());
+      CHECK_MESSAGE(c.ok() == expect, (expect ? "expected to pass: " : "expected to FAIL: ")
+                                          << c.O.summary() << " | " << c.L.summary());
     }
   }
 }
@@ -98,7 +98,8 @@ inline void padded_keys_are_zero_score_zero_value_keys(const RunnerFor<float>& r
     for (index_t q = 0; q < shape.N_q; ++q) {
       const double sum = std::exp(ref.L(b, q));
       L_model(b, q) = std::log(sum + static_cast<double>(n_padded));
-      for (index_t d = 0; d < shape.D; ++d) O_model(b, q, d) = ref.O(b, q, d) * sum / (sum + static_cast<double>(n_padded));
+      for (index_t d = 0; d < shape.D; ++d)
+        O_model(b, q, d) = ref.O(b, q, d) * sum / (sum + static_cast<double>(n_padded));
     }
   }
   FA2_CHECK_CLOSE(buggy.L.cview(), L_model.cview(), flash_tolerance<float>(), "L (bug 2 vs the phantom-key model)");

@@ -64,7 +64,8 @@ TEST_SUITE("gpu+article") {
     FA2_SKIP_WITHOUT_GPU();
     fa2::testing::article_test_file<float>(gpu_runner<float>, Variant::original);
   }
-  TEST_CASE_TEMPLATE("GPU: the article's test file fails bug 2 exactly on padded non-causal cases", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("GPU: the article's test file fails bug 2 exactly on padded non-causal cases", T, float,
+                     fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     fa2::testing::article_test_file<T>(gpu_runner<T>, Variant::bug2);
   }

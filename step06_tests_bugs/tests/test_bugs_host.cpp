@@ -27,7 +27,8 @@ TEST_SUITE("bug2") {
   TEST_CASE("the assignment's harness passes the original kernel: 128 keys fill whole tiles") {
     fa2::testing::assignment_harness_passes(host_runner<float>, Variant::original);
   }
-  TEST_CASE_TEMPLATE("padded keys vote when N_k is not a multiple of 16 and the fix removes them", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("padded keys vote when N_k is not a multiple of 16 and the fix removes them", T, float,
+                     fa2::bf16) {
     fa2::testing::padded_keys_vote<T>(host_runner<T>, {2, 100, 100, 64});
     fa2::testing::padded_keys_vote<T>(host_runner<T>, {1, 37, 53, 32});
   }

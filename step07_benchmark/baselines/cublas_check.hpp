@@ -12,8 +12,8 @@ namespace fa2::bench {
 
 inline void cublas_check(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr + " failed: " +
-                             cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + expr +
+                             " failed: " + cublasGetStatusName(status) + " (" + cublasGetStatusString(status) + ")");
   }
 }
 

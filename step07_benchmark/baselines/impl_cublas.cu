@@ -18,8 +18,8 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
-#include "step07_benchmark/harness/bench_device.hpp"
 #include "step07_benchmark/baselines/cublas_check.hpp"
+#include "step07_benchmark/harness/bench_device.hpp"
 
 namespace fa2::bench {
 namespace {
@@ -144,8 +144,12 @@ __global__ void __launch_bounds__(kSoftmaxThreads)
   if (L != nullptr && threadIdx.x == 0) L[row] = st.m + logf(st.l);
 }
 
-const __nv_bfloat16* as_cuda(const bf16* p) { return reinterpret_cast<const __nv_bfloat16*>(p); }
-__nv_bfloat16* as_cuda(bf16* p) { return reinterpret_cast<__nv_bfloat16*>(p); }
+const __nv_bfloat16* as_cuda(const bf16* p) {
+  return reinterpret_cast<const __nv_bfloat16*>(p);
+}
+__nv_bfloat16* as_cuda(bf16* p) {
+  return reinterpret_cast<__nv_bfloat16*>(p);
+}
 
 // Everything one problem needs: the handle bound to the stream, S, P and the workspace.
 class CublasAttention {
@@ -190,7 +194,9 @@ class CublasAttention {
   float scale_;
 };
 
-std::size_t cublas_extra_bytes(const Problem& p) { return 2 * score_matrix_bytes(p) + kWorkspaceBytes; }
+std::size_t cublas_extra_bytes(const Problem& p) {
+  return 2 * score_matrix_bytes(p) + kWorkspaceBytes;
+}
 
 }  // namespace
 
@@ -228,9 +234,10 @@ Implementation cublas_attention_implementation() {
     std::size_t free_bytes = 0, total_bytes = 0;
     FA2_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     if (need + kHeadroomBytes > free_bytes) {
-      throw NotRunnable(NotRunnable::Kind::skipped,
-                        "S and P (B*H*N*N bf16 each) and the workspace need " + format_bytes(static_cast<double>(need)) +
-                            ", only " + format_bytes(static_cast<double>(free_bytes)) + " of device memory is free");
+      throw NotRunnable(NotRunnable::Kind::skipped, "S and P (B*H*N*N bf16 each) and the workspace need " +
+                                                        format_bytes(static_cast<double>(need)) + ", only " +
+                                                        format_bytes(static_cast<double>(free_bytes)) +
+                                                        " of device memory is free");
     }
     auto state = std::make_shared<CublasAttention>(p, b, stream);
     PreparedRun run;

@@ -25,12 +25,18 @@ namespace {
 
 std::string backend_name(std::int64_t backend) {
   switch (static_cast<at::SDPBackend>(backend)) {
-    case at::SDPBackend::math: return "math";
-    case at::SDPBackend::flash_attention: return "flash";
-    case at::SDPBackend::efficient_attention: return "efficient";
-    case at::SDPBackend::cudnn_attention: return "cudnn";
-    case at::SDPBackend::overrideable: return "overrideable";
-    case at::SDPBackend::error: return "error";
+    case at::SDPBackend::math:
+      return "math";
+    case at::SDPBackend::flash_attention:
+      return "flash";
+    case at::SDPBackend::efficient_attention:
+      return "efficient";
+    case at::SDPBackend::cudnn_attention:
+      return "cudnn";
+    case at::SDPBackend::overrideable:
+      return "overrideable";
+    case at::SDPBackend::error:
+      return "error";
   }
   return "unknown (" + std::to_string(backend) + ")";
 }
@@ -171,7 +177,7 @@ Implementation sdpa_implementation(std::string name, std::string key, std::optio
   impl.name = std::move(name);
   impl.key = std::move(key);
   impl.family = "torch";
-  impl.unsupported = [](const Problem&) { return std::string(); };  // Torch decides, in prepare
+  impl.unsupported = [](const Problem&) { return std::string(); };   // Torch decides, in prepare
   impl.extra_bytes = [](const Problem&) { return std::size_t{0}; };  // measured instead
   impl.prepare = [forced](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
     auto sdpa = std::make_shared<TorchSdpa>(p, b, stream, forced);
@@ -180,9 +186,9 @@ Implementation sdpa_implementation(std::string name, std::string key, std::optio
       picked = sdpa->choice();
     } catch (const c10::Error& e) {
       if (forced) {
-        throw NotRunnable(NotRunnable::Kind::unavailable,
-                          "PyTorch has no " + backend_name(static_cast<std::int64_t>(*forced)) +
-                              " kernel for this problem: " + first_line(e));
+        throw NotRunnable(NotRunnable::Kind::unavailable, "PyTorch has no " +
+                                                              backend_name(static_cast<std::int64_t>(*forced)) +
+                                                              " kernel for this problem: " + first_line(e));
       }
       throw;
     }
@@ -233,9 +239,10 @@ std::vector<Implementation> torch_implementations() {
   out.push_back(sdpa_implementation("PyTorch SDPA, default backend", "sdpa", std::nullopt));
   out.push_back(sdpa_implementation("PyTorch SDPA, flash backend (FlashAttention-2) forced", "sdpa-fa2",
                                     at::SDPBackend::flash_attention));
-  out.push_back(sdpa_implementation("PyTorch SDPA, cuDNN backend forced", "sdpa-cudnn", at::SDPBackend::cudnn_attention));
   out.push_back(
-      sdpa_implementation("PyTorch SDPA, memory-efficient backend forced", "sdpa-mem", at::SDPBackend::efficient_attention));
+      sdpa_implementation("PyTorch SDPA, cuDNN backend forced", "sdpa-cudnn", at::SDPBackend::cudnn_attention));
+  out.push_back(sdpa_implementation("PyTorch SDPA, memory-efficient backend forced", "sdpa-mem",
+                                    at::SDPBackend::efficient_attention));
   return out;
 }
 

@@ -17,6 +17,8 @@ TorchStatus torch_status() {
   return s;
 }
 
-std::vector<Implementation> torch_implementations() { return {}; }
+std::vector<Implementation> torch_implementations() {
+  return {};
+}
 
 }  // namespace fa2::bench

@@ -34,7 +34,7 @@ __global__ void fill_normal_kernel(__nv_bfloat16* x, std::size_t n, std::uint64_
     const auto hi = static_cast<std::uint32_t>(r >> 32);
     const auto lo = static_cast<std::uint32_t>(r & 0xffffffffu);
     const float u1 = (static_cast<float>(hi >> 8) + 0.5f) * (1.0f / 16777216.0f);  // (0, 1): log is finite
-    const float u2 = static_cast<float>(lo >> 8) * (1.0f / 16777216.0f);            // [0, 1)
+    const float u2 = static_cast<float>(lo >> 8) * (1.0f / 16777216.0f);           // [0, 1)
     const float radius = sqrtf(-2.0f * logf(u1));
     float s = 0.0f, c = 0.0f;
     sincospif(2.0f * u2, &s, &c);
@@ -46,8 +46,8 @@ __global__ void fill_normal_kernel(__nv_bfloat16* x, std::size_t n, std::uint64_
 struct CompareAccum {
   unsigned long long mismatched;
   unsigned long long nan_count;
-  unsigned int max_abs_bits;        // a non-negative float's bits order like the float
-  unsigned long long worst_key;     // (excess float bits << 32) | index
+  unsigned int max_abs_bits;     // a non-negative float's bits order like the float
+  unsigned long long worst_key;  // (excess float bits << 32) | index
 };
 
 __global__ void compare_kernel(const __nv_bfloat16* a, const __nv_bfloat16* e, std::size_t n, float atol, float rtol,
@@ -67,8 +67,8 @@ __global__ void compare_kernel(const __nv_bfloat16* a, const __nv_bfloat16* e, s
     if (bad) {
       ++mismatched;
       const float excess = (nan || !isfinite(diff)) ? INFINITY : diff - allowed;
-      const unsigned long long key =
-          (static_cast<unsigned long long>(__float_as_uint(excess)) << 32) | static_cast<unsigned long long>(i & 0xffffffffu);
+      const unsigned long long key = (static_cast<unsigned long long>(__float_as_uint(excess)) << 32) |
+                                     static_cast<unsigned long long>(i & 0xffffffffu);
       worst = key > worst ? key : worst;
     }
   }
@@ -100,7 +100,7 @@ int blocks_for(std::size_t n) {
 void fill_normal_bf16(bf16* x, std::size_t n, std::uint64_t seed, cudaStream_t stream) {
   if (n == 0) return;
   fill_normal_kernel<<<blocks_for((n + 1) / 2), kThreads, 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(x), n,
-                                                                      splitmix64(seed));
+                                                                       splitmix64(seed));
   FA2_CUDA_CHECK_LAUNCH();
 }
 
@@ -112,9 +112,9 @@ DeviceCompare compare_bf16(const bf16* actual, const bf16* expected, std::size_t
   if (n == 0) return out;
   cuda::DeviceBuffer<CompareAccum> acc(1);
   FA2_CUDA_CHECK(cudaMemsetAsync(acc.data(), 0, sizeof(CompareAccum), stream));
-  compare_kernel<<<blocks_for(n), kThreads, 0, stream>>>(reinterpret_cast<const __nv_bfloat16*>(actual),
-                                                        reinterpret_cast<const __nv_bfloat16*>(expected), n,
-                                                        static_cast<float>(atol), static_cast<float>(rtol), acc.data());
+  compare_kernel<<<blocks_for(n), kThreads, 0, stream>>>(
+      reinterpret_cast<const __nv_bfloat16*>(actual), reinterpret_cast<const __nv_bfloat16*>(expected), n,
+      static_cast<float>(atol), static_cast<float>(rtol), acc.data());
   FA2_CUDA_CHECK_LAUNCH();
   CompareAccum host{};
   FA2_CUDA_CHECK(cudaMemcpyAsync(&host, acc.data(), sizeof host, cudaMemcpyDeviceToHost, stream));

@@ -18,10 +18,10 @@ void fill_normal_bf16(bf16* x, std::size_t n, std::uint64_t seed, cudaStream_t s
 
 struct DeviceCompare {
   std::uint64_t checked = 0;
-  std::uint64_t mismatched = 0;  // |a - e| > atol + rtol * |e|, or a NaN on either side
-  std::uint64_t nan_count = 0;   // elements where either side is NaN
-  double max_abs_error = 0.0;    // over elements where both are finite
-  std::int64_t worst_index = -1; // the mismatch furthest outside the tolerance (-1: none)
+  std::uint64_t mismatched = 0;   // |a - e| > atol + rtol * |e|, or a NaN on either side
+  std::uint64_t nan_count = 0;    // elements where either side is NaN
+  double max_abs_error = 0.0;     // over elements where both are finite
+  std::int64_t worst_index = -1;  // the mismatch furthest outside the tolerance (-1: none)
   bool ok() const { return mismatched == 0; }
 };
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "step07_benchmark/kernels/variants.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
 
 namespace fa2::bench {
 
@@ -20,10 +20,10 @@ struct Options {
   std::vector<Problem> problems;         // in the order they run and print
   std::vector<std::string> sweep_names;  // what produced them, for the header
   TimingBudget budget;
-  std::vector<std::string> impl_keys;  // --impl: only these (empty: all registered)
-  std::string ours_key = variants::kStep05Key;     // the "ours" column of the article's table
-  std::string out_dir;                 // --out: CSV and SVG go here (empty: no files)
-  std::optional<std::uint64_t> seed;   // --seed: replay inputs; default a fresh seed per run
+  std::vector<std::string> impl_keys;           // --impl: only these (empty: all registered)
+  std::string ours_key = variants::kStep05Key;  // the "ours" column of the article's table
+  std::string out_dir;                          // --out: CSV and SVG go here (empty: no files)
+  std::optional<std::uint64_t> seed;            // --seed: replay inputs; default a fresh seed per run
   bool quick = false;
   bool measure_ceilings = true;  // --no-ceilings skips the copy/GEMM rate measurement
   bool list = false;             // --list: print the registered implementations and exit

@@ -27,13 +27,21 @@ std::size_t io_bytes(const Problem& p) {
   return 4 * elems * 2 + rows * sizeof(float);  // Q, K, V, O in bf16 + L in float32
 }
 
-double min_traffic_bytes(const Problem& p) { return static_cast<double>(io_bytes(p)); }
+double min_traffic_bytes(const Problem& p) {
+  return static_cast<double>(io_bytes(p));
+}
 
-std::size_t score_matrix_bytes(const Problem& p) { return static_cast<std::size_t>(p.score_elements()) * 2; }
+std::size_t score_matrix_bytes(const Problem& p) {
+  return static_cast<std::size_t>(p.score_elements()) * 2;
+}
 
-double tflops_per_s(double flops, double ms) { return ms > 0.0 ? flops / ms * 1e-9 : 0.0; }
+double tflops_per_s(double flops, double ms) {
+  return ms > 0.0 ? flops / ms * 1e-9 : 0.0;
+}
 
-Ceilings h200_datasheet() { return Ceilings{989.0, 4.8, "H200 SXM datasheet"}; }
+Ceilings h200_datasheet() {
+  return Ceilings{989.0, 4.8, "H200 SXM datasheet"};
+}
 
 FloorTime floor_time(const Problem& p, const Ceilings& c) {
   FloorTime f;

@@ -19,18 +19,19 @@ struct Problem {
   int D = 64;
   bool causal = false;
 
-  index_t heads() const { return static_cast<index_t>(B) * H; }        // B*H independent attentions
-  index_t qkv_elements() const { return heads() * N * D; }              // elements of one of Q, K, V, O
+  index_t heads() const { return static_cast<index_t>(B) * H; }                     // B*H independent attentions
+  index_t qkv_elements() const { return heads() * N * D; }                          // elements of one of Q, K, V, O
   index_t score_elements() const { return heads() * N * static_cast<index_t>(N); }  // of S or P
-  std::string label() const;  // "B=4 H=8 N=4096 D=64 causal"
+  std::string label() const;                                                        // "B=4 H=8 N=4096 D=64 causal"
 };
 
 bool operator==(const Problem& a, const Problem& b);
 
 // The article's count: two matrix products (Q K^T and P V) of N*N*D multiply-adds per head,
 // two FLOPs per multiply-add, halved for causal because only the lower triangle is needed.
-// A kernel that still computes the masked upper tiles does the full work, so under this count
-// its causal TFLOP/s is flattered (it gets credit for half the work and does all of it).
+// A kernel that still computes the masked upper tiles does the full work in the same time and is
+// credited with half of it, so under this count its causal TFLOP/s is half its real rate. (The
+// article calls that rate flattered; it is the opposite: the count leaves out work that was done.)
 double attention_flops(const Problem& p);
 
 // Device bytes of Q, K, V and O (bf16) plus L (float32): everything a fused kernel touches.

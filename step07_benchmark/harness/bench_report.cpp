@@ -24,7 +24,9 @@ std::string cell_tflops(const Measurement* m) {
   return short_status(m->status);
 }
 
-bool timed(const Measurement* m) { return m != nullptr && m->status == Status::ok && m->ms.median > 0.0; }
+bool timed(const Measurement* m) {
+  return m != nullptr && m->status == Status::ok && m->ms.median > 0.0;
+}
 
 std::string opt_number(const std::optional<double>& v, const char* fmt) {
   if (!v) return "";
@@ -37,26 +39,40 @@ std::string opt_number(const std::optional<double>& v, const char* fmt) {
 
 std::string to_string(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::failed: return "failed";
-    case Status::unsupported: return "unsupported";
-    case Status::unavailable: return "unavailable";
-    case Status::skipped: return "skipped";
-    case Status::error: return "error";
-    case Status::quoted: return "quoted";
+    case Status::ok:
+      return "ok";
+    case Status::failed:
+      return "failed";
+    case Status::unsupported:
+      return "unsupported";
+    case Status::unavailable:
+      return "unavailable";
+    case Status::skipped:
+      return "skipped";
+    case Status::error:
+      return "error";
+    case Status::quoted:
+      return "quoted";
   }
   return "?";
 }
 
 std::string short_status(Status s) {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::failed: return "FAIL";
-    case Status::unsupported: return "n/a";
-    case Status::unavailable: return "unavail";
-    case Status::skipped: return "skip";
-    case Status::error: return "err";
-    case Status::quoted: return "quoted";
+    case Status::ok:
+      return "ok";
+    case Status::failed:
+      return "FAIL";
+    case Status::unsupported:
+      return "n/a";
+    case Status::unavailable:
+      return "unavail";
+    case Status::skipped:
+      return "skip";
+    case Status::error:
+      return "err";
+    case Status::quoted:
+      return "quoted";
   }
   return "?";
 }
@@ -205,8 +221,12 @@ std::string wide_table(const std::vector<Measurement>& all, const std::vector<Pr
     for (const auto& key : keys) {
       const Measurement* m = find_measurement(all, key, p);
       switch (what) {
-        case WideValue::tflops: row.push_back(cell_tflops(m)); break;
-        case WideValue::ms: row.push_back(cell_ms(m)); break;
+        case WideValue::tflops:
+          row.push_back(cell_tflops(m));
+          break;
+        case WideValue::ms:
+          row.push_back(cell_ms(m));
+          break;
         case WideValue::peak_mib:
           if (m != nullptr && m->peak_bytes && m->status == Status::ok) {
             row.push_back(format_fixed(*m->peak_bytes / (1024.0 * 1024.0), 0));

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "step07_benchmark/kernels/variants.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
 #include "step07_benchmark/harness/svg_plot.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
 
 namespace fa2::bench {
 
@@ -35,9 +35,9 @@ struct Measurement {
   std::string backend;  // what actually ran, when the implementation can tell (Torch SDPA)
   Stats ms;             // milliseconds per call; only median is set for quoted numbers
   int reps = 0;
-  double tflops = 0.0;  // attention_flops(problem) / median
-  std::optional<double> peak_bytes;  // device memory while it runs
-  std::string peak_source;           // "counted" (buffers it needs) or "allocator" (Torch's peak stats)
+  double tflops = 0.0;                 // attention_flops(problem) / median
+  std::optional<double> peak_bytes;    // device memory while it runs
+  std::string peak_source;             // "counted" (buffers it needs) or "allocator" (Torch's peak stats)
   std::optional<double> max_err_ref;   // max |O - O_ref| over the whole output (reference implementation)
   std::optional<double> max_err_fp64;  // max |O - O_fp64| over the sampled rows
 };
@@ -65,9 +65,9 @@ const Measurement* find_measurement(const std::vector<Measurement>& all, const s
 std::vector<Measurement> quoted_measurements(const std::vector<Problem>& problems);
 
 struct ArticleColumns {
-  std::string ours = variants::kStep05Key;   // the "ours" columns
-  std::string sdpa = "sdpa";     // "sdpa" = the default backend, as in the article
-  std::string fa2 = "sdpa-fa2";  // for the "% FA2" column (the flash backend forced)
+  std::string ours = variants::kStep05Key;  // the "ours" columns
+  std::string sdpa = "sdpa";                // "sdpa" = the default backend, as in the article
+  std::string fa2 = "sdpa-fa2";             // for the "% FA2" column (the flash backend forced)
 };
 
 // The article's table: N, causal, ours ms, sdpa ms, ours TF/s, sdpa TF/s, % sdpa, then the

@@ -13,13 +13,15 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
-#include "step07_benchmark/harness/bench_device.hpp"
 #include "step07_benchmark/baselines/impl_cublas.hpp"
+#include "step07_benchmark/harness/bench_device.hpp"
 
 namespace fa2::bench {
 namespace {
 
-std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string version_text(int v) {
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
 
 std::string sci(double v) {
   char buf[32];
@@ -49,7 +51,8 @@ std::vector<double> reference_row(const Problem& p, const std::vector<bf16>& q_r
   double m = -std::numeric_limits<double>::infinity();
   for (std::size_t k = 0; k < s.size(); ++k) {
     double dot = 0.0;
-    for (std::size_t d = 0; d < D; ++d) dot += static_cast<double>(static_cast<float>(q_row[d])) * static_cast<double>(static_cast<float>(K[k * D + d]));
+    for (std::size_t d = 0; d < D; ++d)
+      dot += static_cast<double>(static_cast<float>(q_row[d])) * static_cast<double>(static_cast<float>(K[k * D + d]));
     s[k] = dot * scale;
     m = std::max(m, s[k]);
   }
@@ -104,14 +107,14 @@ struct SampledCheck {
   std::string first_failure;
 };
 
-SampledCheck check_sampled(const std::vector<SampledRow>& rows, const Problem& p, const bf16* o, const RunnerConfig& cfg,
-                           cudaStream_t stream) {
+SampledCheck check_sampled(const std::vector<SampledRow>& rows, const Problem& p, const bf16* o,
+                           const RunnerConfig& cfg, cudaStream_t stream) {
   SampledCheck c;
   const auto D = static_cast<std::size_t>(p.D);
   std::vector<bf16> got(D);
   for (const auto& row : rows) {
-    const std::size_t offset = (static_cast<std::size_t>(row.head) * static_cast<std::size_t>(p.N) +
-                                static_cast<std::size_t>(row.q)) * D;
+    const std::size_t offset =
+        (static_cast<std::size_t>(row.head) * static_cast<std::size_t>(p.N) + static_cast<std::size_t>(row.q)) * D;
     copy_to_host(got.data(), o + offset, D * sizeof(bf16), stream);
     for (std::size_t d = 0; d < D; ++d) {
       const double a = static_cast<double>(static_cast<float>(got[d]));
@@ -224,7 +227,8 @@ std::vector<Implementation> assemble_registry(std::vector<Implementation> torch)
     if (!impl.prepare || !impl.unsupported || !impl.extra_bytes) {
       throw std::invalid_argument("implementation '" + impl.key + "' lacks prepare, unsupported or extra_bytes");
     }
-    if (!keys.insert(impl.key).second) throw std::invalid_argument("two implementations have the key '" + impl.key + "'");
+    if (!keys.insert(impl.key).second)
+      throw std::invalid_argument("two implementations have the key '" + impl.key + "'");
   }
   return all;
 }
@@ -233,7 +237,8 @@ Runner::Runner(std::vector<Implementation> impls, RunnerConfig config, std::ostr
     : impls_(std::move(impls)), config_(std::move(config)), log_(log) {
   const bool has_ref = std::any_of(impls_.begin(), impls_.end(),
                                    [&](const Implementation& i) { return i.key == config_.reference_key; });
-  if (!has_ref) throw std::invalid_argument("the reference implementation '" + config_.reference_key + "' is not registered");
+  if (!has_ref)
+    throw std::invalid_argument("the reference implementation '" + config_.reference_key + "' is not registered");
   int device = 0;
   FA2_CUDA_CHECK(cudaGetDevice(&device));
   FA2_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -281,173 +286,217 @@ std::vector<Measurement> Runner::run(const std::vector<Problem>& problems, const
   return out;
 }
 
+// The device data of one problem: fresh inputs, the outputs every implementation writes, the
+// reference's output once it has passed its own checks, and the rows checked against float64.
+struct Runner::ProblemData {
+  const Problem& p;
+  std::size_t elems, rows;
+  cuda::DeviceBuffer<bf16> q, k, v, o, o_ref;
+  cuda::DeviceBuffer<float> l;
+  AttentionBuffers bufs;
+  std::vector<SampledRow> sampled;
+  bool have_ref = false;
+
+  ProblemData(const Problem& problem, std::size_t n_elems, std::size_t n_rows)
+      : p(problem),
+        elems(n_elems),
+        rows(n_rows),
+        q(elems),
+        k(elems),
+        v(elems),
+        o(elems),
+        o_ref(elems),
+        l(rows),
+        bufs{q.data(), k.data(), v.data(), o.data(), l.data()} {}
+};
+
+namespace {
+Measurement unmeasured(const Implementation& impl, const Problem& p) {
+  Measurement m;
+  m.key = impl.key;
+  m.name = impl.name;
+  m.problem = p;
+  return m;
+}
+}  // namespace
+
 void Runner::run_problem(const Problem& p, std::size_t index, const std::vector<std::string>& keys,
                          std::vector<Measurement>& out) {
   const auto selected = [&](const Implementation& impl) {
     return keys.empty() || std::find(keys.begin(), keys.end(), impl.key) != keys.end();
   };
-  const FloorTime floor = floor_time(p, h200_datasheet());
-  char head[256];
-  std::snprintf(head, sizeof head, "\n== %s: %.2f GFLOP, %s least traffic, H200 datasheet floor %.3f ms (%s-bound)\n",
-                p.label().c_str(), attention_flops(p) * 1e-9, format_bytes(min_traffic_bytes(p)).c_str(),
-                floor.floor_ms(), floor.compute_bound() ? "compute" : "memory");
-  log_ << head << std::flush;
-
-  const auto record_all = [&](Status status, const std::string& why) {
-    for (const auto& impl : impls_) {
-      if (!selected(impl)) continue;
-      Measurement m;
-      m.key = impl.key;
-      m.name = impl.name;
-      m.problem = p;
-      m.status = status;
-      m.note = why;
-      out.push_back(m);
-    }
-    log_ << "  all implementations " << to_string(status) << ": " << why << "\n";
-  };
-
+  log_problem_header(p);
   const auto elems = static_cast<std::size_t>(p.qkv_elements());
   const auto rows = static_cast<std::size_t>(p.heads() * p.N);
-  {
-    const std::size_t need = io_bytes(p) + elems * sizeof(bf16) + (std::size_t{1} << 30);
-    std::size_t free_bytes = 0, total_bytes = 0;
-    FA2_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need > free_bytes) {
-      record_all(Status::skipped, "inputs and outputs need " + format_bytes(static_cast<double>(need)) + ", " +
-                                      format_bytes(static_cast<double>(free_bytes)) + " free");
-      return;
+  if (const std::string why = memory_shortfall(p, elems); !why.empty()) {
+    for (const auto& impl : impls_) {
+      if (!selected(impl)) continue;
+      Measurement m = unmeasured(impl, p);
+      m.status = Status::skipped;
+      m.note = why;
+      out.push_back(std::move(m));
     }
+    log_ << "  all implementations " << to_string(Status::skipped) << ": " << why << "\n";
+    return;
   }
 
-  cuda::DeviceBuffer<bf16> q(elems), k(elems), v(elems), o(elems), o_ref(elems);
-  cuda::DeviceBuffer<float> l(rows);
-  const AttentionBuffers bufs{q.data(), k.data(), v.data(), o.data(), l.data()};
+  ProblemData data(p, elems, rows);
   const std::uint64_t seed = config_.seed + 0x9e3779b97f4a7c15ull * (index + 1);
-  fill_normal_bf16(q.data(), elems, seed + 1, stream_);
-  fill_normal_bf16(k.data(), elems, seed + 2, stream_);
-  fill_normal_bf16(v.data(), elems, seed + 3, stream_);
+  fill_normal_bf16(data.q.data(), elems, seed + 1, stream_);
+  fill_normal_bf16(data.k.data(), elems, seed + 2, stream_);
+  fill_normal_bf16(data.v.data(), elems, seed + 3, stream_);
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::mt19937_64 rng(seed);
-  const std::vector<SampledRow> sampled = sample_rows(p, bufs, config_, rng, stream_);
+  data.sampled = sample_rows(p, data.bufs, config_, rng, stream_);
 
   // The reference first: its output is what every other one is compared to.
   std::vector<const Implementation*> order;
-  order.reserve(impls_.size());
   for (const auto& impl : impls_) {
     if (impl.key == config_.reference_key) order.push_back(&impl);
   }
   for (const auto& impl : impls_) {
     if (impl.key != config_.reference_key && selected(impl)) order.push_back(&impl);
   }
-
-  bool have_ref = false;
   for (const Implementation* impl : order) {
-    const bool is_ref = impl->key == config_.reference_key;
-    Measurement m;
-    m.key = impl->key;
-    m.name = impl->name;
-    m.problem = p;
-    const std::string against = have_ref ? config_.reference_key : std::string("itself (NaN scan only)");
-
-    // Full-tensor comparison of O with the reference's O (or, without one, a NaN scan).
-    const auto compare_full = [&](std::string& why) {
-      const bf16* expected = have_ref ? o_ref.data() : o.data();
-      const DeviceCompare c = compare_bf16(o.data(), expected, elems, config_.atol, config_.rtol, stream_);
-      m.max_err_ref = have_ref ? std::optional<double>(c.max_abs_error) : std::nullopt;
-      if (!c.ok()) why = describe_mismatch(c, p, o.data(), expected, against, stream_);
-      return c.ok();
-    };
-
-    try {
-      if (const std::string why = impl->unsupported(p); !why.empty()) {
-        m.status = Status::unsupported;
-        m.note = why;
-      } else {
-        PreparedRun run = impl->prepare(p, bufs, stream_);
-        m.backend = run.backend;
-        const std::function<void()> run_into_o = run.run_into_o ? run.run_into_o : run.run;
-
-        // 1. Check: poisoned outputs, one run, then float64 rows and the whole tensor.
-        poison(bufs, p, stream_);
-        run_into_o();
-        FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
-        const SampledCheck s = check_sampled(sampled, p, o.data(), config_, stream_);
-        m.max_err_fp64 = s.max_abs_error;
-        if (is_ref && s.ok) {
-          FA2_CUDA_CHECK(cudaMemcpyAsync(o_ref.data(), o.data(), elems * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
-          FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
-          have_ref = true;
-        }
-        std::string why_full;
-        const bool full_ok = compare_full(why_full);
-        if (!s.ok || !full_ok) {
-          m.status = Status::failed;
-          m.note = !s.ok ? "float64 check failed: " + s.first_failure : why_full;
-          if (is_ref) {
-            have_ref = false;
-            log_ << "  reference " << impl->key << " FAILED (" << m.note
-                 << "): the others are checked against float64 rows and a NaN scan only\n";
-          }
-        } else if (!selected(*impl)) {
-          m.note = "checked only (the reference, not selected for timing)";
-        } else {
-          // 2. Time it.
-          const Timing t = do_bench(run.run, stream_, *flusher_, config_.budget);
-          m.ms = t.ms;
-          m.reps = t.plan.reps;
-          m.tflops = tflops_per_s(attention_flops(p), t.ms.median);
-          // 3. The same answer after hundreds of runs? A result that moves is a race.
-          if (config_.recheck_after_timing) {
-            poison(bufs, p, stream_);
-            run_into_o();
-            FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
-            std::string why_again;
-            if (!compare_full(why_again)) {
-              m.status = Status::failed;
-              m.note = "correct before timing, wrong after it (a race?): " + why_again;
-            }
-          }
-          // 4. Memory while it runs.
-          std::optional<std::size_t> measured;
-          if (run.measure_extra_bytes) measured = run.measure_extra_bytes();
-          if (measured) {
-            m.peak_bytes = static_cast<double>(3 * elems * sizeof(bf16) + *measured);
-            m.peak_source = "allocator";
-          } else {
-            m.peak_bytes = static_cast<double>(io_bytes(p) + impl->extra_bytes(p));
-            m.peak_source = "counted";
-          }
-        }
-      }
-    } catch (const NotRunnable& e) {
-      m.status = e.kind() == NotRunnable::Kind::skipped       ? Status::skipped
-                 : e.kind() == NotRunnable::Kind::unavailable ? Status::unavailable
-                                                              : Status::unsupported;
-      m.note = e.what();
-    } catch (const std::exception& e) {
-      m.status = Status::error;
-      m.note = e.what();
-      ensure_context_usable(impl->key);
-    }
-
-    char line[400];
-    if (!selected(*impl) && m.status == Status::ok) {
-      log_ << "  " << m.key << "  checked (reference only, not timed)\n";
-    } else if (m.status == Status::ok) {
-      std::snprintf(line, sizeof line,
-                    "  %-12s ok  %9.4f ms  %7.1f TF/s  peak %8.1f MiB  |err| vs %s %s, vs fp64 %s  (%d reps%s%s)\n",
-                    m.key.c_str(), m.ms.median, m.tflops, m.peak_bytes.value_or(0.0) / (1024.0 * 1024.0),
-                    is_ref ? "itself" : config_.reference_key.c_str(), m.max_err_ref ? sci(*m.max_err_ref).c_str() : "-",
-                    m.max_err_fp64 ? sci(*m.max_err_fp64).c_str() : "-", m.reps, m.backend.empty() ? "" : ", backend ",
-                    m.backend.c_str());
-      log_ << line;
-    } else {
-      log_ << "  " << m.key << "  " << to_string(m.status) << ": " << m.note << "\n";
-    }
-    log_ << std::flush;
+    Measurement m = measure(*impl, data, selected(*impl));
+    log_measurement(m, impl->key == config_.reference_key, selected(*impl));
     if (selected(*impl)) out.push_back(std::move(m));
   }
+}
+
+void Runner::log_problem_header(const Problem& p) {
+  const FloorTime floor = floor_time(p, h200_datasheet());
+  char head[256];
+  std::snprintf(head, sizeof head, "\n== %s: %.2f GFLOP, %s least traffic, H200 datasheet floor %.3f ms (%s-bound)\n",
+                p.label().c_str(), attention_flops(p) * 1e-9, format_bytes(min_traffic_bytes(p)).c_str(),
+                floor.floor_ms(), floor.compute_bound() ? "compute" : "memory");
+  log_ << head << std::flush;
+}
+
+std::string Runner::memory_shortfall(const Problem& p, std::size_t elems) const {
+  const std::size_t need = io_bytes(p) + elems * sizeof(bf16) + (std::size_t{1} << 30);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  FA2_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (need <= free_bytes) return {};
+  return "inputs and outputs need " + format_bytes(static_cast<double>(need)) + ", " +
+         format_bytes(static_cast<double>(free_bytes)) + " free";
+}
+
+// Whole O against the reference's O (or, without one, a NaN scan); "" when it matches.
+std::string Runner::compare_with_reference(ProblemData& d, Measurement& m) {
+  const std::string against = d.have_ref ? config_.reference_key : std::string("itself (NaN scan only)");
+  const bf16* expected = d.have_ref ? d.o_ref.data() : d.o.data();
+  const DeviceCompare c = compare_bf16(d.o.data(), expected, d.elems, config_.atol, config_.rtol, stream_);
+  m.max_err_ref = d.have_ref ? std::optional<double>(c.max_abs_error) : std::nullopt;
+  return c.ok() ? std::string() : describe_mismatch(c, d.p, d.o.data(), expected, against, stream_);
+}
+
+Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool timed) {
+  const bool is_ref = impl.key == config_.reference_key;
+  Measurement m = unmeasured(impl, d.p);
+  try {
+    if (const std::string why = impl.unsupported(d.p); !why.empty()) {
+      m.status = Status::unsupported;
+      m.note = why;
+      return m;
+    }
+    PreparedRun run = impl.prepare(d.p, d.bufs, stream_);
+    m.backend = run.backend;
+    const std::function<void()> run_into_o = run.run_into_o ? run.run_into_o : run.run;
+    if (!check_output(run_into_o, is_ref, d, m)) return m;
+    if (!timed) {
+      m.note = "checked only (the reference, not selected for timing)";
+      return m;
+    }
+    time_and_recheck(run.run, run_into_o, d, m);
+    record_peak_memory(impl, run, d, m);
+  } catch (const NotRunnable& e) {
+    m.status = e.kind() == NotRunnable::Kind::skipped       ? Status::skipped
+               : e.kind() == NotRunnable::Kind::unavailable ? Status::unavailable
+                                                            : Status::unsupported;
+    m.note = e.what();
+  } catch (const std::exception& e) {
+    m.status = Status::error;
+    m.note = e.what();
+    ensure_context_usable(impl.key);
+  }
+  return m;
+}
+
+// Poisoned outputs, one run, then float64 rows and the whole tensor. The reference's output
+// becomes the others' yardstick once it passes its float64 rows.
+bool Runner::check_output(const std::function<void()>& run_into_o, bool is_ref, ProblemData& d, Measurement& m) {
+  poison(d.bufs, d.p, stream_);
+  run_into_o();
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const SampledCheck s = check_sampled(d.sampled, d.p, d.o.data(), config_, stream_);
+  m.max_err_fp64 = s.max_abs_error;
+  if (is_ref && s.ok) {
+    FA2_CUDA_CHECK(
+        cudaMemcpyAsync(d.o_ref.data(), d.o.data(), d.elems * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
+    FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    d.have_ref = true;
+  }
+  const std::string why_full = compare_with_reference(d, m);
+  if (s.ok && why_full.empty()) return true;
+  m.status = Status::failed;
+  m.note = !s.ok ? "float64 check failed: " + s.first_failure : why_full;
+  if (is_ref) {
+    d.have_ref = false;
+    log_ << "  reference " << m.key << " FAILED (" << m.note
+         << "): the others are checked against float64 rows and a NaN scan only\n";
+  }
+  return false;
+}
+
+// do_bench's timing, then the same check once more: a result that moves after hundreds of runs
+// points to a race.
+void Runner::time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_o, ProblemData& d,
+                              Measurement& m) {
+  const Timing t = do_bench(run, stream_, *flusher_, config_.budget);
+  m.ms = t.ms;
+  m.reps = t.plan.reps;
+  m.tflops = tflops_per_s(attention_flops(d.p), t.ms.median);
+  if (!config_.recheck_after_timing) return;
+  poison(d.bufs, d.p, stream_);
+  run_into_o();
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (const std::string why = compare_with_reference(d, m); !why.empty()) {
+    m.status = Status::failed;
+    m.note = "correct before timing, wrong after it (a race?): " + why;
+  }
+}
+
+// Memory while it runs: what its allocator reports, or what we count.
+void Runner::record_peak_memory(const Implementation& impl, const PreparedRun& run, const ProblemData& d,
+                                Measurement& m) const {
+  std::optional<std::size_t> measured;
+  if (run.measure_extra_bytes) measured = run.measure_extra_bytes();
+  if (measured) {
+    m.peak_bytes = static_cast<double>(3 * d.elems * sizeof(bf16) + *measured);
+    m.peak_source = "allocator";
+  } else {
+    m.peak_bytes = static_cast<double>(io_bytes(d.p) + impl.extra_bytes(d.p));
+    m.peak_source = "counted";
+  }
+}
+
+void Runner::log_measurement(const Measurement& m, bool is_ref, bool timed) {
+  if (!timed && m.status == Status::ok) {
+    log_ << "  " << m.key << "  checked (reference only, not timed)\n";
+  } else if (m.status == Status::ok) {
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "  %-12s ok  %9.4f ms  %7.1f TF/s  peak %8.1f MiB  |err| vs %s %s, vs fp64 %s  (%d reps%s%s)\n",
+                  m.key.c_str(), m.ms.median, m.tflops, m.peak_bytes.value_or(0.0) / (1024.0 * 1024.0),
+                  is_ref ? "itself" : config_.reference_key.c_str(), m.max_err_ref ? sci(*m.max_err_ref).c_str() : "-",
+                  m.max_err_fp64 ? sci(*m.max_err_fp64).c_str() : "-", m.reps, m.backend.empty() ? "" : ", backend ",
+                  m.backend.c_str());
+    log_ << line;
+  } else {
+    log_ << "  " << m.key << "  " << to_string(m.status) << ": " << m.note << "\n";
+  }
+  log_ << std::flush;
 }
 
 }  // namespace fa2::bench

@@ -49,11 +49,11 @@ struct RunnerConfig {
   TimingBudget budget;
   std::uint64_t seed = 0;
   std::string reference_key = variants::kStep05Key;  // step05's kernel: see README.md for why it is the reference
-  double atol = 2e-2;                    // bf16 outputs: a few ulps of bf16 near 1 (2^-8 = 0.004)
+  double atol = 2e-2;                                // bf16 outputs: a few ulps of bf16 near 1 (2^-8 = 0.004)
   double rtol = 2e-2;
-  int sampled_heads = 4;                 // float64 check: first, last and random (batch, head) pairs
-  int sampled_rows_per_head = 4;         // query 0, query N-1 and random ones
-  bool recheck_after_timing = true;      // catches results that change from run to run (races)
+  int sampled_heads = 4;             // float64 check: first, last and random (batch, head) pairs
+  int sampled_rows_per_head = 4;     // query 0, query N-1 and random ones
+  bool recheck_after_timing = true;  // catches results that change from run to run (races)
 };
 
 class Runner {
@@ -78,8 +78,22 @@ class Runner {
   std::size_t flush_bytes() const { return flusher_->bytes(); }
 
  private:
+  struct ProblemData;  // one problem's device buffers, sampled rows and reference output
+
+  // One problem: fresh inputs, then every selected implementation checked, timed and logged.
   void run_problem(const Problem& p, std::size_t index, const std::vector<std::string>& keys,
                    std::vector<Measurement>& out);
+  void log_problem_header(const Problem& p);
+  std::string memory_shortfall(const Problem& p, std::size_t elems) const;  // "" when it fits
+  // One implementation on one problem: check, then (when `timed`) time, recheck, memory.
+  Measurement measure(const Implementation& impl, ProblemData& d, bool timed);
+  bool check_output(const std::function<void()>& run_into_o, bool is_ref, ProblemData& d, Measurement& m);
+  std::string compare_with_reference(ProblemData& d, Measurement& m);
+  void time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_o, ProblemData& d,
+                        Measurement& m);
+  void record_peak_memory(const Implementation& impl, const PreparedRun& run, const ProblemData& d,
+                          Measurement& m) const;
+  void log_measurement(const Measurement& m, bool is_ref, bool timed);
 
   std::vector<Implementation> impls_;
   RunnerConfig config_;

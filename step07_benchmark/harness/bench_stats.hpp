@@ -15,7 +15,7 @@ struct Stats {
   double stddev = 0.0;  // population standard deviation
   double min = 0.0;
   double max = 0.0;
-  double p20 = 0.0;     // torch.quantile(times, 0.2), linear interpolation (do_bench's quantiles)
+  double p20 = 0.0;  // torch.quantile(times, 0.2), linear interpolation (do_bench's quantiles)
   double p80 = 0.0;
 };
 

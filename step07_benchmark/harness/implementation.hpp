@@ -44,7 +44,7 @@ struct PreparedRun {
   // Device bytes used beyond Q, K, V (e.g. Torch's allocator peak around one call); empty:
   // the harness counts O, L and Implementation::extra_bytes instead.
   std::function<std::optional<std::size_t>()> measure_extra_bytes;
-  std::string backend;               // what will run, when known (e.g. "cudnn")
+  std::string backend;  // what will run, when known (e.g. "cudnn")
 };
 
 // Thrown by `prepare` when an implementation cannot run a problem here for a reason that is not

@@ -19,8 +19,8 @@ struct QuotedPoint {
 };
 
 struct QuotedSeries {
-  std::string key;     // "triton-article"
-  std::string name;    // "article Triton 16x16, quoted"
+  std::string key;   // "triton-article"
+  std::string name;  // "article Triton 16x16, quoted"
   std::string source;
   int B = 4, H = 8, D = 64;
   std::vector<QuotedPoint> points;

@@ -36,8 +36,8 @@ std::string tick_number(double v) {
 }
 
 struct XRange {
-  double lo_log2 = 9.0;  // 512
-  double hi_log2 = 14.0; // 16384
+  double lo_log2 = 9.0;   // 512
+  double hi_log2 = 14.0;  // 16384
 };
 
 XRange x_range(const Chart& c) {
@@ -46,7 +46,8 @@ XRange x_range(const Chart& c) {
     for (const auto& s : panel.series) {
       for (const auto& [x, y] : s.points) {
         if (!(x > 0.0) || !std::isfinite(x) || !std::isfinite(y)) {
-          throw std::invalid_argument("svg::render: series '" + s.name + "' has a point with x <= 0 or a non-finite value");
+          throw std::invalid_argument("svg::render: series '" + s.name +
+                                      "' has a point with x <= 0 or a non-finite value");
         }
         lo = std::min(lo, std::log2(x));
         hi = std::max(hi, std::log2(x));
@@ -88,12 +89,23 @@ std::string escape_xml(const std::string& text) {
   out.reserve(text.size());
   for (char ch : text) {
     switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      default: out += ch;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += ch;
     }
   }
   return out;
@@ -141,8 +153,8 @@ std::string render(const Chart& c) {
 
   std::ostringstream o;
   o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height << "\" viewBox=\"0 0 "
+    << width << " " << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   o << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"white\"/>\n";
   o << "<text x=\"" << kMarginLeft << "\" y=\"24\" font-size=\"17\" font-weight=\"bold\">" << escape_xml(c.title)
     << "</text>\n";
@@ -172,18 +184,19 @@ std::string render(const Chart& c) {
     // x ticks at every power of two inside the range.
     for (double e = std::ceil(xr.lo_log2); e <= xr.hi_log2 + 1e-9; e += 1.0) {
       const double x = std::exp2(e);
-      o << "<line x1=\"" << num(sx(x)) << "\" y1=\"" << num(y0) << "\" x2=\"" << num(sx(x)) << "\" y2=\"" << num(y0 + ph)
-        << "\" stroke=\"#f0f0f0\" stroke-width=\"1\"/>\n";
+      o << "<line x1=\"" << num(sx(x)) << "\" y1=\"" << num(y0) << "\" x2=\"" << num(sx(x)) << "\" y2=\""
+        << num(y0 + ph) << "\" stroke=\"#f0f0f0\" stroke-width=\"1\"/>\n";
       o << "<text x=\"" << num(sx(x)) << "\" y=\"" << num(y0 + ph + 16) << "\" font-size=\"11\" text-anchor=\"middle\">"
         << power_of_two_label(x) << "</text>\n";
     }
     o << "<rect x=\"" << num(x0) << "\" y=\"" << num(y0) << "\" width=\"" << num(pw) << "\" height=\"" << num(ph)
       << "\" fill=\"none\" stroke=\"#333\" stroke-width=\"1\"/>\n";
-    o << "<text x=\"" << num(x0 + pw / 2) << "\" y=\"" << num(y0 + ph + 38) << "\" font-size=\"12\" text-anchor=\"middle\">"
-      << escape_xml(c.x_label) << "</text>\n";
+    o << "<text x=\"" << num(x0 + pw / 2) << "\" y=\"" << num(y0 + ph + 38)
+      << "\" font-size=\"12\" text-anchor=\"middle\">" << escape_xml(c.x_label) << "</text>\n";
     if (pi == 0) {
-      o << "<text x=\"16\" y=\"" << num(y0 + ph / 2) << "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 "
-        << num(y0 + ph / 2) << ")\">" << escape_xml(c.y_label) << "</text>\n";
+      o << "<text x=\"16\" y=\"" << num(y0 + ph / 2)
+        << "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << num(y0 + ph / 2) << ")\">"
+        << escape_xml(c.y_label) << "</text>\n";
     }
 
     bool any = false;
@@ -218,8 +231,8 @@ std::string render(const Chart& c) {
     o << "<line x1=\"" << num(lx) << "\" y1=\"" << num(ly) << "\" x2=\"" << num(lx + 26) << "\" y2=\"" << num(ly)
       << "\" stroke=\"" << escape_xml(legend[i]->color) << "\" stroke-width=\"2\""
       << (legend[i]->dashed ? " stroke-dasharray=\"6 4\"" : "") << "/>\n";
-    o << "<text x=\"" << num(lx + 32) << "\" y=\"" << num(ly + 4) << "\" font-size=\"12\">" << escape_xml(legend[i]->name)
-      << "</text>\n";
+    o << "<text x=\"" << num(lx + 32) << "\" y=\"" << num(ly + 4) << "\" font-size=\"12\">"
+      << escape_xml(legend[i]->name) << "</text>\n";
   }
   o << "</g>\n";
   o << "</svg>\n";

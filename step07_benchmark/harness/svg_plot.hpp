@@ -27,7 +27,7 @@ struct Chart {
   std::string x_label;
   std::string y_label;
   std::vector<Panel> panels;
-  int panel_width = 460;   // pixels of one panel's plotting area
+  int panel_width = 460;  // pixels of one panel's plotting area
   int panel_height = 340;
 };
 

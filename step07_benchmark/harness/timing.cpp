@@ -11,7 +11,9 @@
 
 namespace fa2::bench {
 
-CudaEvent::CudaEvent() { FA2_CUDA_CHECK(cudaEventCreate(&event_)); }
+CudaEvent::CudaEvent() {
+  FA2_CUDA_CHECK(cudaEventCreate(&event_));
+}
 
 CudaEvent::~CudaEvent() {
   if (event_ != nullptr) cudaEventDestroy(event_);  // no throw from a destructor

@@ -49,8 +49,8 @@ class L2Flusher {
 std::size_t l2_flush_bytes(int device);
 
 struct Timing {
-  Stats ms;              // per-run milliseconds of the timed runs
-  RepPlan plan;          // warm-up and timed runs done
+  Stats ms;      // per-run milliseconds of the timed runs
+  RepPlan plan;  // warm-up and timed runs done
   double estimate_ms = 0.0;
   std::vector<double> samples;
 };

@@ -13,7 +13,8 @@ namespace fa2::tiles {
 // 64x32 / 128x32 ones spill a few bytes, so they are left out.
 template <class Tiles>
 void launch_tiles(const FlashFwdArgs& args, cudaStream_t stream, const char* kernel) {
-  launch_flash<step05::FlashFwdKernel, Tiles>(args, DeviceLauncher{stream}, DTypes<bf16>{}, HeadDims<64, 128>{}, kernel);
+  launch_flash<step05::FlashFwdKernel, Tiles>(args, DeviceLauncher{stream}, DTypes<bf16>{}, HeadDims<64, 128>{},
+                                              kernel);
 }
 
 void step05_32x32_w4(const FlashFwdArgs& args, cudaStream_t stream) {

@@ -18,12 +18,12 @@
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "common/testing.hpp"
+#include "step07_benchmark/baselines/impl_cublas.hpp"
 #include "step07_benchmark/harness/bench_device.hpp"
 #include "step07_benchmark/harness/bench_options.hpp"
 #include "step07_benchmark/harness/bench_runner.hpp"
-#include "step07_benchmark/baselines/impl_cublas.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
 #include "step07_benchmark/harness/timing.hpp"
+#include "step07_benchmark/kernels/variants.hpp"
 
 using namespace fa2;
 using namespace fa2::bench;
@@ -73,8 +73,11 @@ TEST_SUITE("gpu") {
     INFO("seed ", rng.seed(), " (replay with FA2_SEED)");
     const std::vector<Implementation> impls = always_available();
     REQUIRE(impls.size() >= 2);
-    const std::vector<Problem> problems = {{1, 2, 1, 64, false},  {2, 3, 17, 64, false}, {1, 2, 100, 128, false},
-                                           {2, 1, 257, 64, false}, {1, 1, 72, 64, false}};
+    const std::vector<Problem> problems = {{1, 2, 1, 64, false},
+                                           {2, 3, 17, 64, false},
+                                           {1, 2, 100, 128, false},
+                                           {2, 1, 257, 64, false},
+                                           {1, 1, 72, 64, false}};
     for (Problem p : problems) {
       for (bool causal : {false, true}) {
         p.causal = causal;
@@ -152,7 +155,8 @@ TEST_SUITE("gpu") {
           }
           if (!(std::fabs(sum_p - 1.0) <= 1e-2)) ++bad;
           const double lse = m + std::log(sum_exp);
-          if (!(std::fabs(static_cast<double>(L[static_cast<std::size_t>(r)]) - lse) <= 1e-4 * (1.0 + std::fabs(lse)))) ++bad;
+          if (!(std::fabs(static_cast<double>(L[static_cast<std::size_t>(r)]) - lse) <= 1e-4 * (1.0 + std::fabs(lse))))
+            ++bad;
         }
         CHECK(bad == 0);
       }

@@ -17,9 +17,9 @@ namespace {
 // Shapes beyond the article's: causal with N_q != N_k (both ways), lengths that are not
 // multiples of the 64 and 128 tiles, a single query, one key, and every supported head dim.
 const std::vector<fa2::testing::FlashShape>& extra_shapes() {
-  static const std::vector<fa2::testing::FlashShape> shapes = {
-      {1, 130, 70, 64}, {1, 70, 130, 64}, {2, 1000, 1000, 64}, {1, 1, 333, 128}, {3, 257, 1, 32}, {2, 300, 300, 128},
-      {1, 129, 129, 32}};
+  static const std::vector<fa2::testing::FlashShape> shapes = {{1, 130, 70, 64}, {1, 70, 130, 64}, {2, 1000, 1000, 64},
+                                                               {1, 1, 333, 128}, {3, 257, 1, 32},  {2, 300, 300, 128},
+                                                               {1, 129, 129, 32}};
   return shapes;
 }
 
@@ -41,7 +41,8 @@ TEST_SUITE("gpu+variants") {
                      fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end()) continue;
+      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end())
+        continue;
       INFO(v.name());
       fa2::testing::check_article_matrix<T>(gpu_runner<T>(v.cuda), v.head_dims);
     }
@@ -65,7 +66,8 @@ TEST_SUITE("gpu+sanitizer") {
     for (const auto& v : kernel_variants()) {
       if (v.cuda == nullptr || v.family != "fast") continue;
       INFO(v.name());
-      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
         if (!fa2::testing::takes_head_dim(v.head_dims, shape.D)) continue;
         for (bool causal : {false, true}) {
           const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda), shape, causal);
@@ -89,12 +91,13 @@ TEST_SUITE("variants") {
     auto b = fa2::make_flash_args<fa2::bf16>(h.cview(), h.cview(), h.cview(), h.view(), lh.view(), false);
     CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(b), doctest::Contains("32, 64 or 128"), std::invalid_argument);
     fa2::Tensor<fa2::bf16, 3> h64({1, 8, 64});
-    auto c = fa2::make_flash_args<fa2::bf16>(h64.cview(), h64.cview(), h64.cview(), h64.view(), lh.view(), false, -1.0f);
+    auto c =
+        fa2::make_flash_args<fa2::bf16>(h64.cview(), h64.cview(), h64.cview(), h64.view(), lh.view(), false, -1.0f);
     CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(c), doctest::Contains("positive"), std::invalid_argument);
     // A configuration built for head dim 64 only refuses 128 rather than launching nothing.
     fa2::Tensor<fa2::bf16, 3> h128({1, 8, 128});
     auto d = fa2::make_flash_args<fa2::bf16>(h128.cview(), h128.cview(), h128.cview(), h128.view(), lh.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr), doctest::Contains("built for head dims 64"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr),
+                         doctest::Contains("built for head dims 64"), std::invalid_argument);
   }
 }

@@ -16,7 +16,8 @@ using fa2::variants::kernel_variants;
 TEST_SUITE("variants") {
   TEST_CASE_TEMPLATE("every variant with a host path passes the article's test file there", T, float, fa2::bf16) {
     for (const auto& v : kernel_variants()) {
-      if (v.host == nullptr || v.family == "ours" || !v.builds(fa2::dtype_of<T>(), 64)) continue;  // step05: its own tests
+      if (v.host == nullptr || v.family == "ours" || !v.builds(fa2::dtype_of<T>(), 64))
+        continue;  // step05: its own tests
       INFO(v.name());
       fa2::testing::check_article_matrix<T>(host_runner<T>(v.host), v.head_dims);
     }

@@ -7,7 +7,9 @@
 namespace fa2::fast {
 
 namespace {
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned16(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
 }  // namespace
 
 std::string unsupported_reason(const FlashFwdArgs& a) {
@@ -17,8 +19,9 @@ std::string unsupported_reason(const FlashFwdArgs& a) {
   if (!(softmax_scale(a) > 0.0f)) return "scale: the fast kernel needs a positive softmax scale";
   if (a.q_shape[1] >= (index_t{1} << 31) || a.k_shape[1] >= (index_t{1} << 31)) return "seq: lengths must be < 2^31";
   // cp.async moves 16-byte chunks: every row must start on a 16-byte boundary.
-  for (const auto& [ptr, strides] : {std::pair{a.q, a.q_strides}, std::pair{a.k, a.k_strides},
-                                     std::pair{a.v, a.v_strides}, std::pair<const void*, Extents<3>>{a.o, a.o_strides}}) {
+  for (const auto& [ptr, strides] :
+       {std::pair{a.q, a.q_strides}, std::pair{a.k, a.k_strides}, std::pair{a.v, a.v_strides},
+        std::pair<const void*, Extents<3>>{a.o, a.o_strides}}) {
     if (!aligned16(ptr) || strides[0] % 8 != 0 || strides[1] % 8 != 0) {
       return "layout: the fast kernel needs 16-byte aligned rows (base pointers and batch/row strides multiples of 8)";
     }
@@ -35,7 +38,8 @@ void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
   //   head dim 128, causal         v5.14: 8 warps of 16 rows, O through shared memory, pairs
   const bool wide = args.q_shape[2] == 128;
   if (!args.causal) {
-    wide ? launch_config<2, 4, 64, kQInSmem, 128>(args, stream) : launch_config<2, 4, 64, kJointWait, 32, 64>(args, stream);
+    wide ? launch_config<2, 4, 64, kQInSmem, 128>(args, stream)
+         : launch_config<2, 4, 64, kJointWait, 32, 64>(args, stream);
   } else {
     wide ? launch_config<1, 8, 64, kOPairs, 128>(args, stream) : launch_config<2, 4, 64, kOPairs, 32, 64>(args, stream);
   }

@@ -1,14 +1,18 @@
-// Variant 5: the kernel the article's Triton compiler would have produced, written out in
-// CUDA. Everything lives in registers between the two products (S, P and O never touch
-// shared memory), the tensor cores are driven directly with mma.sync m16n8k16, operands
-// reach them through ldmatrix, K and V tiles stream in with cp.async while the previous
-// tile is being computed, and shared memory is XOR-swizzled so that ldmatrix reads are free
-// of bank conflicts. It also keeps variants 2 to 4: causal tile skipping, exp2 with the scale
-// folded into one multiply-add, and masks only on the tiles that need them.
+// Variant 5: the same algorithm as step05's kernel (FlashAttention-2's forward, one query tile
+// per block, the key tiles streamed through), written directly against the tensor cores instead
+// of through tile pointers and WMMA. Everything lives in registers between the two products (S,
+// P and O never touch shared memory), the tensor cores are driven with mma.sync m16n8k16,
+// operands reach them through ldmatrix, K and V tiles stream in with cp.async while the previous
+// tile is being computed, and shared memory is XOR-swizzled so that ldmatrix reads are free of
+// bank conflicts. It keeps variants 2 to 4: causal tile skipping, exp2 with the scale folded into
+// one multiply-add, and masks only on the tiles that need them. (The article's Triton kernel, the
+// same design as step05, ran at 48 TFLOP/s on an H200; this one at 265: step07's README.)
+// GUIDE.md in step07 explains each of these ideas in turn.
 //
 // Layout of the work: a thread block owns BLOCK_M = 16 * WARP_M * NUM_WARPS query rows of one
 // (batch, head); warp w owns 16 * WARP_M of them and loops over all key tiles of BLOCK_N keys.
-// bf16 only (the benchmark's dtype), head dims 32, 64, 128. Launcher: fa2_fast.cu.
+// bf16 only (the benchmark's dtype), head dims 32, 64, 128. Host side: fa2_fast_launch.cuh
+// (parameters, launch, instantiation), fa2_fast.cu (argument checks, the tuned choice).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -24,21 +28,21 @@ namespace fa2::fast {
 
 // What each step of the ablation switches on (defaults: the tuned kernel's choices).
 struct FastOptions {
-  bool swizzle = true;         // XOR-swizzled shared memory (false only to measure what it buys)
-  int stages = 2;              // 2: tile j+1 loads while tile j computes; 1: load, then compute
-  bool split_kv = true;        // wait for K and V separately: V lands while S = Q K^T computes
-  bool q_in_regs = true;       // Q fragments live in registers; false: re-read from shared memory
-                               // each tile, which frees registers for larger tiles
-  bool o_via_smem = false;     // stage O through shared memory for coalesced 16-byte stores
-  bool causal_pairs = false;   // causal: a block does query tiles i and n-1-i (equal work per block)
-  bool overlap = false;        // S of tile j+1 is computed before the softmax of tile j, so the
-                               // tensor cores and the exp unit work at the same time
+  bool swizzle = true;        // XOR-swizzled shared memory (false only to measure what it buys)
+  int stages = 2;             // 2: tile j+1 loads while tile j computes; 1: load, then compute
+  bool split_kv = true;       // wait for K and V separately: V lands while S = Q K^T computes
+  bool q_in_regs = true;      // Q fragments live in registers; false: re-read from shared memory
+                              // each tile, which frees registers for larger tiles
+  bool o_via_smem = false;    // stage O through shared memory for coalesced 16-byte stores
+  bool causal_pairs = false;  // causal: a block does query tiles i and n-1-i (equal work per block)
+  bool overlap = false;       // S of tile j+1 is computed before the softmax of tile j, so the
+                              // tensor cores and the exp unit work at the same time
 };
 
 template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, FastOptions OPT = FastOptions{}>
 struct FastConfig {
   static constexpr int D = D_;
-  static constexpr int WARP_M = WARP_M_;        // 16-row mma tiles per warp: B fragments are reused WARP_M times
+  static constexpr int WARP_M = WARP_M_;  // 16-row mma tiles per warp: B fragments are reused WARP_M times
   static constexpr int NUM_WARPS = NUM_WARPS_;
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;
   static constexpr int BLOCK_M = 16 * WARP_M * NUM_WARPS;
@@ -52,7 +56,7 @@ struct FastConfig {
   static constexpr bool CAUSAL_PAIRS = OPT.causal_pairs && CAUSAL_;
   static constexpr bool OVERLAP = OPT.overlap;
   static_assert(!OVERLAP || (STAGES == 2 && OPT.split_kv), "the overlapped loop needs split, double-buffered K/V");
-  static constexpr int CHUNKS = D / 8;          // 16-byte chunks per row of Q, K, V
+  static constexpr int CHUNKS = D / 8;  // 16-byte chunks per row of Q, K, V
   // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
   // latency) while the accumulators fit, i.e. for head dims up to 64.
   static constexpr int MIN_BLOCKS_PER_SM = (NUM_THREADS == 256 && D <= 64 && !OPT.overlap) ? 2 : 1;
@@ -534,8 +538,8 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_fwd_kernel(const FastParams p) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);      // (BLOCK_M, D)
-  __nv_bfloat16* sK = sQ + Cfg::BLOCK_M * Cfg::D;             // STAGES x (BLOCK_N, D)
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);         // (BLOCK_M, D)
+  __nv_bfloat16* sK = sQ + Cfg::BLOCK_M * Cfg::D;                // STAGES x (BLOCK_N, D)
   __nv_bfloat16* sV = sK + Cfg::STAGES * Cfg::BLOCK_N * Cfg::D;  // STAGES x (BLOCK_N, D)
   const index_t bh = blockIdx.y;
   if constexpr (Cfg::CAUSAL_PAIRS) {

@@ -48,9 +48,10 @@ template <int WM, int NW, int BN, FastOptions OPT, int... Ds>
 void launch_config(const FlashFwdArgs& a, cudaStream_t stream) {
   validate(a);
   if (const auto why = unsupported_reason(a); !why.empty()) throw std::invalid_argument(why);
-  dispatch_flash(a, DTypes<bf16>{}, HeadDims<Ds...>{}, "this fast configuration", [&](auto, auto head_dim, auto causal) {
-    launch_fast<FastConfig<decltype(head_dim)::value, WM, NW, BN, decltype(causal)::value, OPT>>(a, stream);
-  });
+  dispatch_flash(
+      a, DTypes<bf16>{}, HeadDims<Ds...>{}, "this fast configuration", [&](auto, auto head_dim, auto causal) {
+        launch_fast<FastConfig<decltype(head_dim)::value, WM, NW, BN, decltype(causal)::value, OPT>>(a, stream);
+      });
 }
 
 // The options of each step of the ablation (see fa2_fast.cu for the table).

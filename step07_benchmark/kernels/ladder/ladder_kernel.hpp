@@ -7,7 +7,8 @@
 //                      tiles that cross the causal diagonal
 // Runs on the host (tests in CI) and on the GPU, like step05. Launchers: ladder_host.cpp and
 // ladder.cu; the variants table (kernels/variants.cpp) lists them. Its solution regions are
-// compiled with step05's code (cmake/Fa2SolutionRegions.cmake).
+// compiled with step05's code (cmake/Fa2SolutionRegions.cmake); its own regions (the log2 units of
+// variant 3) are an exercise of step 7 in the starter kit.
 #pragma once
 
 #include <limits>
@@ -58,8 +59,8 @@ struct LadderKernel {
                                                  {p.stride_vk, p.stride_vd}, {0, 0}, Order<1, 0>{});
     auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
                                                  {p.stride_oq, p.stride_od}, {q_start, 0}, Order<1, 0>{});
-    auto L_ptr = make_tile_ptr<Block<Q_TILE>>(p.L + batch_index * p.stride_lb, {p.N_QUERIES}, {p.stride_lq},
-                                              {q_start}, Order<0>{});
+    auto L_ptr = make_tile_ptr<Block<Q_TILE>>(p.L + batch_index * p.stride_lb, {p.N_QUERIES}, {p.stride_lq}, {q_start},
+                                              Order<0>{});
 
     using Scores = RowLayoutFor<Program, Q_TILE, K_TILE>;
     using Rows = RowLayoutFor<Program, Q_TILE, D>;
@@ -100,24 +101,33 @@ struct LadderKernel {
       const bool crosses_diagonal = Cfg::is_causal && k_start + K_TILE - 1 > q_start;
       if (!F.mask_last_only || ragged || crosses_diagonal) {
         auto keep = broadcast<Scores>(k_pos < p.N_KEYS);
+        // BEGIN SOLUTION step05: with the causal mask, no key after its query either; then -1e6 wherever keep is false uses(keep, k_pos, q_pos, S_ij)
         if constexpr (Cfg::is_causal) {
           keep = keep & (k_pos <= q_pos);
         }
         S_ij = where(keep, S_ij, -1.0e6f);
+        // END SOLUTION step05
       }
 
-      const auto m_new = maximum(m_i, row_max(prog, S_ij));
+      RowVec<float, Scores> m_new{}, alpha{};  // (Q_TILE,)
+      Frag<float, Scores> P_ij{};              // (Q_TILE, K_TILE), float32
       if constexpr (F.exp2) {
-        const auto P_ij = exp2(S_ij - m_new);
-        const auto alpha = exp2(m_i - m_new);
+        // 3: the scores carry log2(e) already, so 2^x gives the same weights as e^x did.
+        // BEGIN SOLUTION step07: the online softmax of step 5 in log2 units, with exp2 for exp uses(prog, S_ij, m_i, l_i)
+        m_new = maximum(m_i, row_max(prog, S_ij));
+        P_ij = exp2(S_ij - m_new);
+        alpha = exp2(m_i - m_new);
         l_i = alpha * l_i + row_sum(prog, P_ij);
-        O_acc = dot(prog, P_ij.template to<T>(), smem.V_j, alpha * O_acc, smem.stage);
+        // END SOLUTION step07
       } else {
-        const auto P_ij = exp(S_ij - m_new);
-        const auto alpha = exp(m_i - m_new);
+        // BEGIN SOLUTION step05: m_new covers this tile's row maxima, P_ij = exp(S_ij - m_new), alpha = exp(m_i - m_new), then l_i uses(prog, S_ij, m_i, l_i)
+        m_new = maximum(m_i, row_max(prog, S_ij));
+        P_ij = exp(S_ij - m_new);
+        alpha = exp(m_i - m_new);
         l_i = alpha * l_i + row_sum(prog, P_ij);
-        O_acc = dot(prog, P_ij.template to<T>(), smem.V_j, alpha * O_acc, smem.stage);
+        // END SOLUTION step05
       }
+      O_acc = dot(prog, P_ij.template to<T>(), smem.V_j, alpha * O_acc, smem.stage);
       m_i = m_new;
 
       // BEGIN SOLUTION step05: move K_ptr and V_ptr down to the next key tile
@@ -126,13 +136,22 @@ struct LadderKernel {
       // END SOLUTION step05
     }
 
-    store(prog, O_ptr, (O_acc / l_i).template to<T>(), boundary_check<0, 1>);
-    constexpr float kLn2 = 0.6931471805599453f;
+    Frag<float, Rows> O_i{};      // (Q_TILE, D)
+    RowVec<float, Scores> L_i{};  // (Q_TILE,)
     if constexpr (F.exp2) {
-      store(prog, L_ptr, (m_i + log2(l_i)) * kLn2, boundary_check<0>);  // back from log2 units
+      constexpr float kLn2 = 0.6931471805599453f;
+      // BEGIN SOLUTION step07: divide O_acc by l_i once, and L_i back from log2 units: (m_i + log2(l_i)) times ln 2 uses(O_acc, l_i, m_i, kLn2)
+      O_i = O_acc / l_i;
+      L_i = (m_i + log2(l_i)) * kLn2;
+      // END SOLUTION step07
     } else {
-      store(prog, L_ptr, m_i + log(l_i), boundary_check<0>);
+      // BEGIN SOLUTION step05: divide O_acc by l_i once, and the logsumexp L_i = m_i + log(l_i) uses(O_acc, l_i, m_i)
+      O_i = O_acc / l_i;
+      L_i = m_i + log(l_i);
+      // END SOLUTION step05
     }
+    store(prog, O_ptr, O_i.template to<T>(), boundary_check<0, 1>);
+    store(prog, L_ptr, L_i, boundary_check<0>);
   }
 };
 

@@ -1,0 +1,209 @@
+// The FlashAttention-2 backward kernel: three bodies, run one after the other on one stream.
+//
+//   FlashBwdPreprocess  one program per (query tile, batch): D_i = rowsum(dO_i * O_i); dQ_accum_i = 0
+//   FlashBwdKernel      one program per (key tile, batch): K_j and V_j loaded once, then every query
+//                       tile that sees them adds to dV_j and dK_j (kept in registers) and adds its
+//                       share of dQ_i into the float32 dQ_accum with atomic_add
+//   FlashBwdConvertDQ   one program per (query tile, batch): dQ = dQ_accum, in the input dtype
+//
+// It is step02's tiled backward (step02's README derives it) with the key-tile loop turned into
+// the grid, written with the forward's tile pointers and products. The same bodies run on the GPU
+// and on the host (run_on_host). Launch them with launch_flash_bwd (flash_bwd_dispatch.hpp);
+// tests: ctest -L backward.
+#pragma once
+
+#include "common/todo.hpp"  // fa2::todo, what the starter kit puts in the solution region below
+#include "step03_tile_pointer/atomic_add.hpp"
+#include "step03_tile_pointer/load_store.hpp"
+#include "step03_tile_pointer/tile.hpp"
+#include "step03_tile_pointer/tile_pointer.hpp"
+#include "step05_fa2_kernel/flash_bwd_params.hpp"
+#include "step05_fa2_kernel/tile_dot.hpp"
+
+// The kernels' namespace: fa2::step05, unless the file that includes this one names another
+// (the missing-barrier test compiles a copy without its barrier in its own namespace).
+#ifndef FA2_KERNEL_NAMESPACE
+#define FA2_KERNEL_NAMESPACE step05
+#endif
+
+namespace fa2::FA2_KERNEL_NAMESPACE {
+
+// Phase 1. D_i = rowsum(dO_i * O_i) is what every tile of dS subtracts from dP (step02's README
+// shows it equals rowsum(P_i * dP_i) over the whole row, which no key-tile program sees). The
+// same programs clear this query tile's rows of dQ_accum, which phase 2 adds into.
+template <class Cfg>
+struct FlashBwdPreprocess {
+  using T = typename Cfg::T;
+  static constexpr int D = Cfg::D;
+  static constexpr int Q_TILE = Cfg::Q_TILE;
+  static constexpr int num_threads = Cfg::num_warps * 32;
+  using Params = FlashBwdParams<T>;
+  struct Shared {};  // row-wise work: registers only
+
+  template <class Program>
+  FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    const index_t q_start = prog.program_id(0) * index_t{Q_TILE};
+    const index_t batch_index = prog.program_id(1);
+    const auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
+                                                       {p.stride_oq, p.stride_od}, {q_start, 0}, Order<1, 0>{});
+    const auto dO_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.dO + batch_index * p.stride_dob, {p.N_QUERIES, D},
+                                                        {p.stride_doq, p.stride_dod}, {q_start, 0}, Order<1, 0>{});
+    const auto D_ptr = make_tile_ptr<Block<Q_TILE>>(p.D_rows + batch_index * p.stride_Db, {p.N_QUERIES}, {p.stride_Dq},
+                                                    {q_start}, Order<0>{});
+    const auto dQ_accum_ptr =
+        make_tile_ptr<Block<Q_TILE, D>>(p.dQ_accum + batch_index * p.stride_accb, {p.N_QUERIES, D},
+                                        {p.stride_accq, p.stride_accd}, {q_start, 0}, Order<1, 0>{});
+
+    using Rows = RowLayoutFor<Program, Q_TILE, D>;  // how (Q_TILE, D) tiles sit in registers
+    Frag<float, Rows> O_i, dO_i;                    // (Q_TILE, D) each, widened to float32
+    load(prog, O_ptr, O_i, boundary_check<0, 1>, Padding::zero);
+    load(prog, dO_ptr, dO_i, boundary_check<0, 1>, Padding::zero);
+    const auto D_i = row_sum(prog, dO_i * O_i);  // (Q_TILE,)
+    store(prog, D_ptr, D_i, boundary_check<0>);
+    store(prog, dQ_accum_ptr, Frag<float, Rows>::filled(0.0f), boundary_check<0, 1>);
+  }
+};
+
+// Phase 2. Program (j, b) owns key tile j of batch element b: its rows of dK and dV are sums over
+// the query tiles that see it, kept in registers and written once. dQ_i gets a share from every
+// key tile, added into dQ_accum with float32 atomics (the README weighs this against a second
+// pass with the query tiles outer).
+template <class Cfg>
+struct FlashBwdKernel {
+  using T = typename Cfg::T;
+  static constexpr int D = Cfg::D;
+  static constexpr int Q_TILE = Cfg::Q_TILE;
+  static constexpr int K_TILE = Cfg::K_TILE;
+  static constexpr int num_threads = Cfg::num_warps * 32;
+  using Params = FlashBwdParams<T>;
+
+  // The program's shared memory, rows padded against bank conflicts (tile_dot.hpp).
+  struct Shared {
+    Tile<T, Block<K_TILE, D>, kSmemPad> K_j;        // (K_TILE, D) this program's keys, loaded once
+    Tile<T, Block<K_TILE, D>, kSmemPad> V_j;        // (K_TILE, D) and values, loaded once
+    Tile<T, Block<Q_TILE, D>, kSmemPad> Q_i;        // (Q_TILE, D) the query tile of the current step
+    Tile<T, Block<Q_TILE, D>, kSmemPad> dO_i;       // (Q_TILE, D) its rows of dO
+    DotStaging<T, Q_TILE, K_TILE, D> stage;         // dot_abt (S, dP) and dot (dQ's share)
+    DotAtbStaging<T, Q_TILE, K_TILE, D> stage_atb;  // dot_atb (dV, dK)
+  };
+
+  template <class Program>
+  FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    auto& smem = prog.template shared<Shared>();
+    const index_t k_start = prog.program_id(0) * index_t{K_TILE};
+    const index_t batch_index = prog.program_id(1);
+
+    // Causal (top-left): query q sees key k when k <= q, so query tiles that end before k_start
+    // see none of these keys. The first tile visited is the one holding query k_start; when
+    // k_start >= N_QUERIES no tile is visited, and dK_j = dV_j = 0.
+    const index_t first_query_tile = Cfg::is_causal ? k_start / Q_TILE : 0;
+    const index_t q_first = first_query_tile * Q_TILE;
+
+    // Tile pointers: K, V, dK, dV stay on this program's key tile; Q, dO, L, D_rows and dQ_accum
+    // start at the first query tile and move down one tile per step.
+    const auto K_ptr = make_tile_ptr<Block<K_TILE, D>>(p.K + batch_index * p.stride_kb, {p.N_KEYS, D},
+                                                       {p.stride_kk, p.stride_kd}, {k_start, 0}, Order<1, 0>{});
+    const auto V_ptr = make_tile_ptr<Block<K_TILE, D>>(p.V + batch_index * p.stride_vb, {p.N_KEYS, D},
+                                                       {p.stride_vk, p.stride_vd}, {k_start, 0}, Order<1, 0>{});
+    const auto dK_ptr = make_tile_ptr<Block<K_TILE, D>>(p.dK + batch_index * p.stride_dkb, {p.N_KEYS, D},
+                                                        {p.stride_dkk, p.stride_dkd}, {k_start, 0}, Order<1, 0>{});
+    const auto dV_ptr = make_tile_ptr<Block<K_TILE, D>>(p.dV + batch_index * p.stride_dvb, {p.N_KEYS, D},
+                                                        {p.stride_dvk, p.stride_dvd}, {k_start, 0}, Order<1, 0>{});
+    auto Q_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.Q + batch_index * p.stride_qb, {p.N_QUERIES, D},
+                                                 {p.stride_qq, p.stride_qd}, {q_first, 0}, Order<1, 0>{});
+    auto dO_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.dO + batch_index * p.stride_dob, {p.N_QUERIES, D},
+                                                  {p.stride_doq, p.stride_dod}, {q_first, 0}, Order<1, 0>{});
+    auto dQ_accum_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.dQ_accum + batch_index * p.stride_accb, {p.N_QUERIES, D},
+                                                        {p.stride_accq, p.stride_accd}, {q_first, 0}, Order<1, 0>{});
+    auto L_ptr = make_tile_ptr<Block<Q_TILE>>(p.L + batch_index * p.stride_lb, {p.N_QUERIES}, {p.stride_lq}, {q_first},
+                                              Order<0>{});
+    auto D_ptr = make_tile_ptr<Block<Q_TILE>>(p.D_rows + batch_index * p.stride_Db, {p.N_QUERIES}, {p.stride_Dq},
+                                              {q_first}, Order<0>{});
+
+    using Scores = RowLayoutFor<Program, Q_TILE, K_TILE>;  // how (Q_TILE, K_TILE) tiles sit in registers
+    using KeyRows = RowLayoutFor<Program, K_TILE, D>;      // and (K_TILE, D) tiles
+
+    // This program's gradients, float32 whatever T is.
+    auto dK_j = Frag<float, KeyRows>::filled(0.0f);  // (K_TILE, D)
+    auto dV_j = Frag<float, KeyRows>::filled(0.0f);  // (K_TILE, D)
+
+    // Zero rows past N_KEYS give scores of 0, not -inf: the mask below removes them.
+    load(prog, K_ptr, smem.K_j, boundary_check<0, 1>, Padding::zero);  // (K_TILE, D), once
+    load(prog, V_ptr, smem.V_j, boundary_check<0, 1>, Padding::zero);  // (K_TILE, D), once
+    const auto k_pos = col_positions<Scores>(prog, k_start);           // (1, K_TILE)
+
+    for (index_t i = first_query_tile; i < cdiv<index_t>(p.N_QUERIES, Q_TILE); ++i) {
+      const auto q_pos = row_positions<Scores>(prog, i * Q_TILE);          // (Q_TILE, 1)
+      load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);    // (Q_TILE, D)
+      load(prog, dO_ptr, smem.dO_i, boundary_check<0, 1>, Padding::zero);  // (Q_TILE, D)
+      RowVec<float, Scores> L_i, D_i;                                      // (Q_TILE,) each
+      load(prog, L_ptr, L_i, boundary_check<0>, Padding::zero);
+      load(prog, D_ptr, D_i, boundary_check<0>, Padding::zero);
+      // Every warp reads all of Q_i and dO_i (and, the first time, K_j and V_j) in the products.
+      prog.sync();
+
+      // The forward's scores, recomputed: the same operands in the same product as there, so
+      // S - L <= 0 up to the rounding of L, and P = exp(S - L) is already normalised.
+      const auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
+
+      // Which entries of P exist, `keep`: real keys and real queries, and with the causal mask no
+      // key after its query. Zero padding alone would not do: a padded key scores 0, which
+      // exp(S - L) turns into a weight, and a padded query (S = 0, L padded with 0) gets P = 1.
+      // Then step02's loop body, P_ij = exp(S_ij - L_i) (exactly 0 where not kept) to dQ_i's share.
+      // BEGIN SOLUTION step05: keep, P_ij from S_ij and L_i, then dV_j, dP_ij, dS_ij, dK_j and dQ_i's share uses(S_ij, k_pos, q_pos, L_i, D_i)
+      auto keep = (k_pos < p.N_KEYS) & (q_pos < p.N_QUERIES);  // (Q_TILE, K_TILE)
+      if constexpr (Cfg::is_causal) {
+        keep = keep & (k_pos <= q_pos);
+      }
+      using QueryRows = RowLayoutFor<Program, Q_TILE, D>;    // (Q_TILE, D) tiles in registers
+      const auto P_ij = where(keep, exp(S_ij - L_i), 0.0f);  // (Q_TILE, K_TILE), exactly 0 where masked
+      dV_j = dot_atb(prog, P_ij.template to<T>(), smem.dO_i, dV_j, smem.stage_atb);  // (K_TILE, D) += P^T dO_i
+      const auto dP_ij = dot_abt(prog, smem.dO_i, smem.V_j, smem.stage);             // (Q_TILE, K_TILE) = dO_i V_j^T
+      const auto dS_ij = P_ij * (dP_ij - D_i);                                       // (Q_TILE, K_TILE)
+      // The scale of both products, applied once, and dS in the operands' dtype.
+      const auto dS_ij_scaled = (dS_ij * p.scale).template to<T>();        // (Q_TILE, K_TILE)
+      dK_j = dot_atb(prog, dS_ij_scaled, smem.Q_i, dK_j, smem.stage_atb);  // (K_TILE, D) += scale dS^T Q_i
+      const auto dQ_ij = dot(prog, dS_ij_scaled, smem.K_j, Frag<float, QueryRows>::filled(0.0f), smem.stage);
+      atomic_add(prog, dQ_accum_ptr, dQ_ij, boundary_check<0, 1>);  // dQ_i += scale dS K_j, (Q_TILE, D)
+      // END SOLUTION step05
+
+      Q_ptr = Q_ptr.advance({Q_TILE, 0});
+      dO_ptr = dO_ptr.advance({Q_TILE, 0});
+      dQ_accum_ptr = dQ_accum_ptr.advance({Q_TILE, 0});
+      L_ptr = L_ptr.advance({Q_TILE});
+      D_ptr = D_ptr.advance({Q_TILE});
+    }
+
+    // Every query tile has been met: this key tile's gradients are complete. Rows past N_KEYS
+    // are never written.
+    store(prog, dK_ptr, dK_j.template to<T>(), boundary_check<0, 1>);
+    store(prog, dV_ptr, dV_j.template to<T>(), boundary_check<0, 1>);
+  }
+};
+
+// Phase 3. dQ is complete once every key tile has added its share: round it to the input dtype.
+template <class Cfg>
+struct FlashBwdConvertDQ {
+  using T = typename Cfg::T;
+  static constexpr int D = Cfg::D;
+  static constexpr int Q_TILE = Cfg::Q_TILE;
+  static constexpr int num_threads = Cfg::num_warps * 32;
+  using Params = FlashBwdParams<T>;
+  struct Shared {};  // registers only
+
+  template <class Program>
+  FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    const index_t q_start = prog.program_id(0) * index_t{Q_TILE};
+    const index_t batch_index = prog.program_id(1);
+    const auto dQ_accum_ptr =
+        make_tile_ptr<Block<Q_TILE, D>>(p.dQ_accum + batch_index * p.stride_accb, {p.N_QUERIES, D},
+                                        {p.stride_accq, p.stride_accd}, {q_start, 0}, Order<1, 0>{});
+    const auto dQ_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.dQ + batch_index * p.stride_dqb, {p.N_QUERIES, D},
+                                                        {p.stride_dqq, p.stride_dqd}, {q_start, 0}, Order<1, 0>{});
+    const auto dQ_i = load(prog, dQ_accum_ptr, boundary_check<0, 1>, Padding::zero);  // (Q_TILE, D) float32
+    store(prog, dQ_ptr, dQ_i.template to<T>(), boundary_check<0, 1>);
+  }
+};
+
+}  // namespace fa2::FA2_KERNEL_NAMESPACE
+#undef FA2_KERNEL_NAMESPACE

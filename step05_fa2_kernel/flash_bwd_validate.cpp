@@ -1,0 +1,58 @@
+// Argument checks for the step05 backward: the forward's checks of what the two passes share
+// (Q, K, V, O, L, scale), then every tensor only the backward has, each named in the message.
+//   ctest -L backward   (the "validation+backward" suite of tests/test_flash_bwd_host.cpp)
+#include <string>
+
+#include "common/check_arg.hpp"
+#include "step05_fa2_kernel/flash_bwd.hpp"
+
+namespace fa2 {
+
+namespace {
+
+// The rules of the forward's tensors (flash_fwd_validate.cpp) for the backward's own.
+void check_tensor(const std::string& name, const void* data, const Extents<3>& shape, const Extents<3>& strides,
+                  const Extents<3>& expected_shape, const std::string& expected_from) {
+  require_arg(data != nullptr, name, "null pointer");
+  require_arg(shape == expected_shape, name + ".shape",
+              "got " + to_string<3>(shape) + ", must equal " + expected_from + " " + to_string<3>(expected_shape));
+  require_arg(strides[2] == 1, name + ".stride(2)",
+              got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
+  require_arg(strides[0] >= 0 && strides[1] >= 0, name + ".strides",
+              "got " + to_string<3>(strides) + ", strides must be >= 0");
+}
+
+}  // namespace
+
+FlashFwdArgs forward_args(const FlashBwdArgs& a) {
+  FlashFwdArgs f;
+  f.dtype = a.dtype;
+  f.q = a.q, f.q_shape = a.q_shape, f.q_strides = a.q_strides;
+  f.k = a.k, f.k_shape = a.k_shape, f.k_strides = a.k_strides;
+  f.v = a.v, f.v_shape = a.v_shape, f.v_strides = a.v_strides;
+  // FlashFwdArgs holds O and L as outputs; the backward only reads them.
+  f.o = const_cast<void*>(a.o), f.o_shape = a.o_shape, f.o_strides = a.o_strides;
+  f.l = const_cast<float*>(a.l), f.l_shape = a.l_shape, f.l_strides = a.l_strides;
+  f.causal = a.causal;
+  f.scale = a.scale;
+  return f;
+}
+
+void validate(const FlashBwdArgs& a) {
+  validate(forward_args(a));  // dtype, Q, K, V, O, L, head dim, batch, scale
+  check_tensor("dO", a.do_, a.do_shape, a.do_strides, a.o_shape, "O.shape");
+
+  const index_t B = a.q_shape[0], N_q = a.q_shape[1];
+  require_arg(a.d_rows != nullptr, "D_rows", "null pointer");
+  require_arg(a.d_rows_shape == Extents<2>{B, N_q}, "D_rows.shape",
+              "got " + to_string<2>(a.d_rows_shape) + ", must be (batch, N_q) = " + to_string<2>(Extents<2>{B, N_q}));
+  require_arg(a.d_rows_strides[0] >= 0 && a.d_rows_strides[1] >= 0, "D_rows.strides",
+              "got " + to_string<2>(a.d_rows_strides) + ", strides must be >= 0");
+
+  check_tensor("dQ_accum", a.dq_accum, a.dq_accum_shape, a.dq_accum_strides, a.q_shape, "Q.shape");
+  check_tensor("dQ", a.dq, a.dq_shape, a.dq_strides, a.q_shape, "Q.shape");
+  check_tensor("dK", a.dk, a.dk_shape, a.dk_strides, a.k_shape, "K.shape");
+  check_tensor("dV", a.dv, a.dv_shape, a.dv_strides, a.v_shape, "V.shape");
+}
+
+}  // namespace fa2

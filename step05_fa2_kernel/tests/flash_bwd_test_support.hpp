@@ -1,0 +1,170 @@
+// The backward's test matrix, shared by the host suite (test_flash_bwd_host.cpp) and the GPU
+// suite (test_flash_bwd_gpu.cu): fresh random inputs, O and L from step05's forward, the backward
+// under test, and dQ, dK, dV against the float64 reference (common/reference_backward.hpp).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <type_traits>
+
+#include "common/random.hpp"
+#include "common/reference_backward.hpp"
+#include "common/testing.hpp"
+#include "step05_fa2_kernel/flash_bwd.hpp"
+#include "step05_fa2_kernel/tests/flash_test_support.hpp"
+
+namespace fa2::testing {
+
+template <class T>
+using FlashBwdRunner = std::function<FlashGradients<T>(
+    TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, TensorView<const T, 3> O,
+    TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal)>;
+
+// A forward that gives O and L, and the backward under test: both on the host, or both on the GPU
+// (gpu_passes in test_flash_bwd_gpu.cu).
+template <class T>
+struct FlashPasses {
+  FlashRunner<T> forward;
+  FlashBwdRunner<T> backward;
+};
+
+template <class T>
+FlashPasses<T> host_passes() {
+  return {host_runner<T>(&flash_fwd_host),
+          [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, TensorView<const T, 3> O,
+             TensorView<const float, 2> L, TensorView<const T, 3> dO,
+             bool causal) { return flash_attention_backward_host<T>(Q, K, V, O, L, dO, causal); }};
+}
+
+// Tolerances of a gradient: atol = atol_of_scale * scale and rtol, per dtype, where `scale` is
+// the largest entry of the three reference gradients (gradient_scale). Why not each gradient's
+// own largest entry: an entry of dQ or dK is a sum of terms P * (dP - D_i) * K (or * Q) in which
+// dP and D_i nearly cancel, so an entry, even a whole gradient, can be far smaller than the terms
+// it is made of, and its rounding error follows the terms. With a single key, for instance,
+// dQ = dK = 0 exactly, yet dP and D_i are each of the size of dO * V. The three gradients share
+// that size (dV = P^T dO has no cancellation).
+//  - float32: 1e-2. The products run in TF32, as tl.dot's default: each operand keeps 11
+//    significant bits (2^-11 relative), and a gradient goes through two products in a row
+//    (S, then dS K), so errors of a few 2^-11 of the largest terms are expected.
+//  - bfloat16: 3e-2. The inputs are exact in bf16, but P and dS are rounded to bf16 (2^-9)
+//    before their products, O was rounded to bf16 by the forward and enters every dS through
+//    D_i, and the gradients themselves are rounded to bf16 at the end.
+// rtol (1e-2, 2e-2) adds room for the largest entries. Worst errors seen over the whole matrix
+// (2026-11-30), as a fraction of the scale: float32 1.7e-3 on the host, 9e-4 on an H200;
+// bfloat16 4.8e-3 and 4.5e-3. A wrong formula (dS without D_i, a missing scale, dQ not summed
+// over key tiles) is off by a tenth of the scale or more. FA2_MEASURE=1 in the environment
+// prints each comparison's worst errors as such fractions: that is how these were measured.
+// The GPU adds the key tiles' shares of dQ with float32 atomics in an order that changes from
+// run to run; that reorders float32 additions (2^-24 each), far below the TF32 and bf16 budgets,
+// so the same tolerances hold there (two runs differ by ~2e-7 of the scale).
+struct GradientTolerance {
+  double atol_of_scale;
+  double rtol;
+};
+
+template <class T>
+constexpr GradientTolerance gradient_tolerance() {
+  return std::is_same_v<T, float> ? GradientTolerance{1e-2, 1e-2} : GradientTolerance{3e-2, 2e-2};
+}
+
+inline double max_abs(TensorView<const double, 3> t) {
+  double m = 0.0;
+  for_each_index<3>(t.shape(), [&](const Extents<3>& i) { m = std::max(m, std::fabs(t.at(i))); });
+  return m;
+}
+
+inline double gradient_scale(const AttentionGradients& ref) {
+  return std::max({max_abs(ref.dQ.cview()), max_abs(ref.dK.cview()), max_abs(ref.dV.cview())});
+}
+
+struct BwdCheck {
+  CloseReport dQ, dK, dV;
+  bool ok() const { return dQ.ok && dK.ok && dV.ok; }
+};
+
+// dQ, dK, dV against the expected gradients (the reference, or another path's in float64).
+template <class T>
+BwdCheck compare_gradients(const FlashGradients<T>& actual, const AttentionGradients& expected,
+                           const std::string& where, GradientTolerance tol = gradient_tolerance<T>()) {
+  const Tolerance t{tol.atol_of_scale * gradient_scale(expected), tol.rtol};
+  BwdCheck c{compare_close(actual.dQ.cview(), expected.dQ.cview(), t, where + ": dQ"),
+             compare_close(actual.dK.cview(), expected.dK.cview(), t, where + ": dK"),
+             compare_close(actual.dV.cview(), expected.dV.cview(), t, where + ": dV")};
+  if (std::getenv("FA2_MEASURE") != nullptr) {  // the worst errors as fractions of the scale
+    const double s = gradient_scale(expected);
+    std::fprintf(stderr, "FA2_MEASURE %s: dQ %.2g dK %.2g dV %.2g of scale %.3g\n", where.c_str(),
+                 c.dQ.max_abs_error / s, c.dK.max_abs_error / s, c.dV.max_abs_error / s, s);
+  }
+  return c;
+}
+
+// Widens gradients to float64, to compare two kernel paths with compare_gradients.
+template <class T>
+AttentionGradients widened(const FlashGradients<T>& g) {
+  return {converted<double, T, 3>(g.dQ.cview()), converted<double, T, 3>(g.dK.cview()),
+          converted<double, T, 3>(g.dV.cview())};
+}
+
+// Q, K, V, dO drawn from N(0, 1); Q and K multiplied by qk_scale, which multiplies the scores by
+// its square (qk_scale = 5 with 1/sqrt(D) scaling gives scores of about +-25).
+template <class T>
+struct BwdInputs {
+  Tensor<T, 3> Q, K, V, dO;
+  BwdInputs(const FlashShape& s, Rng& rng, double qk_scale = 1.0)
+      : Q(random_normal<T, 3>({s.B, s.N_q, s.D}, rng, 0.0, qk_scale)),
+        K(random_normal<T, 3>({s.B, s.N_k, s.D}, rng, 0.0, qk_scale)),
+        V(random_normal<T, 3>({s.B, s.N_k, s.D}, rng)),
+        dO(random_normal<T, 3>({s.B, s.N_q, s.D}, rng)) {}
+};
+
+// The forward gives O and L, the backward dQ, dK, dV; each is compared with the reference.
+template <class T>
+BwdCheck check_backward(const FlashPasses<T>& passes, const BwdInputs<T>& in, bool causal, const std::string& where,
+                        GradientTolerance tol = gradient_tolerance<T>()) {
+  const auto fwd = passes.forward(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
+  const auto grads =
+      passes.backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal);
+  return compare_gradients<T>(
+      grads, reference_attention_backward<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal), where,
+      tol);
+}
+
+// Runs the passes on fresh inputs of `shape` and compares (the seed is in every message).
+template <class T>
+BwdCheck run_backward_and_compare(const FlashPasses<T>& passes, const FlashShape& shape, bool causal,
+                                  double qk_scale = 1.0, GradientTolerance tol = gradient_tolerance<T>()) {
+  Rng rng(fresh_seed());
+  const BwdInputs<T> in(shape, rng, qk_scale);
+  const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
+                            " seed " + std::to_string(rng.seed());
+  return check_backward<T>(passes, in, causal, where, tol);
+}
+
+// Scores of about +-25 (Q and K of standard deviation 5): P is close to one-hot, and its errors
+// grow with the scores. In float32 the TF32 operands of S = Q K^T are rounded to 2^-11, so a
+// score of 25 moves by ~1e-2 and P = exp(S - L) by ~1% against the exact reference. In both dtypes
+// dP - D_i cancels almost completely in a one-hot row (O is nearly the one V row that dP uses),
+// so the rounding of O, P and dS weighs more than with spread-out rows. Seen (2026-11-30, 25 runs
+// on the host, one on an H200): 1.9e-2 of the scale in float32, 1.4e-2 in bf16.
+inline constexpr GradientTolerance kLargeScoreTolerance{6e-2, 2e-2};
+
+inline void require_close(const BwdCheck& c) {
+  CHECK_MESSAGE(c.dQ.ok, c.dQ.summary());
+  CHECK_MESSAGE(c.dK.ok, c.dK.summary());
+  CHECK_MESSAGE(c.dV.ok, c.dV.summary());
+}
+
+// The article's shapes, causal and not: causal also where N_q != N_k (top-left mask), unlike the
+// forward's matrix, because the backward's skipping of query tiles depends on it.
+template <class T>
+void check_backward_matrix(const FlashPasses<T>& passes) {
+  for (const auto& shape : article_shapes()) {
+    for (bool causal : {false, true}) require_close(run_backward_and_compare<T>(passes, shape, causal));
+  }
+}
+
+}  // namespace fa2::testing
