@@ -3,27 +3,27 @@
 # log written to one folder (and packed into OUT/session.tgz, one file to copy off a remote
 # machine). Uses preset sm90 (Hopper); set FA2_PRESET for another, e.g. default.
 #
-#   scripts/gpu_session.sh test  [OUT]   configure (with PyTorch when python3 has it), build
-#                                        everything, every test with FA2_REQUIRE_GPU=1, then
-#                                        compute-sanitizer (memcheck, racecheck) on the GPU suites,
-#                                        racecheck on step05's kernel without its barrier (it
-#                                        must report the race), and the SASS of the fast kernels
-#                                        (no local memory allowed)
-#   scripts/gpu_session.sh bench [OUT]   step07_bench (BENCH_ARGS, default: the full sweep), then
-#                                        ncu on the step05, ladder and fast kernels
-#   scripts/gpu_session.sh all   [OUT]   test, then bench
+#   scripts/gpu_session.sh test     [OUT]  configure (with PyTorch when python3 has it), build
+#                                          everything, every test with FA2_REQUIRE_GPU=1, and the
+#                                          SASS of the fast kernels (no local memory allowed)
+#   scripts/gpu_session.sh sanitize [OUT]  compute-sanitizer (memcheck, racecheck) on the GPU
+#                                          suites, and racecheck on step05's kernel without its
+#                                          barrier (it must report the race)
+#   scripts/gpu_session.sh bench    [OUT]  step07_bench (BENCH_ARGS, default: the full sweep),
+#                                          then ncu on the step05, ladder and fast kernels
+#   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
 # failed. Leaves the GPU's clocks and settings alone (ncu runs with --clock-control none).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | bench | all) ;;
-  *) echo "gpu_session.sh: the phase must be test, bench or all, got '${phase}'" >&2; usage >&2; exit 2 ;;
+  test | sanitize | bench | all) ;;
+  *) echo "gpu_session.sh: the phase must be test, sanitize, bench or all, got '${phase}'" >&2; usage >&2; exit 2 ;;
 esac
 out="${2:-./gpu_session}"
 mkdir -p "$out"
@@ -75,6 +75,17 @@ phase_test() {
   FA2_REQUIRE_GPU=1 ctest --test-dir "$build" -j 8 --timeout 900 --output-on-failure > "$out/ctest.log" 2>&1 || status=1
   grep -E "tests passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout" "$out/ctest.log" | tail -n 20
 
+  log "SASS of the fast kernels: tensor-core, ldmatrix, cp.async and local-memory instructions"
+  cuobjdump -sass "$build/step07_benchmark/step07_bench" 2> /dev/null | awk '
+    /Function :/ { name = $3 }
+    /HMMA/ { hmma[name]++ } /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
+    END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
+  ' | sort -k9 > "$out/sass_counts.txt"
+  echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$7 > 0' "$out/sass_counts.txt" | wc -l)"
+}
+
+phase_sanitize() {
+  [ -x "$build/step05_fa2_kernel/step05_gpu_tests" ] || configure_and_build
   log "compute-sanitizer"
   sanitize step04_memcheck memcheck 300 step04_weighted_sum/step04_gpu_tests
   sanitize step04_racecheck racecheck 300 step04_weighted_sum/step04_gpu_tests
@@ -85,6 +96,8 @@ phase_test() {
   sanitize step07_variants_memcheck memcheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   sanitize step07_variants_racecheck racecheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   sanitize common_memcheck memcheck 60 common/common_gpu_tests "-tce=*failing CUDA call*"
+  sanitize step05_backward_memcheck memcheck 300 step05_fa2_kernel/step05_backward_gpu_tests "-tce=*2^31*"
+  sanitize step05_backward_racecheck racecheck 300 step05_fa2_kernel/step05_backward_gpu_tests "-tce=*2^31*"
 
   # The host's race checks say step05's kernel needs its barrier; racecheck must agree on the GPU.
   local rc=0
@@ -98,13 +111,6 @@ phase_test() {
     status=1
   fi
 
-  log "SASS of the fast kernels: tensor-core, ldmatrix, cp.async and local-memory instructions"
-  cuobjdump -sass "$build/step07_benchmark/step07_bench" 2> /dev/null | awk '
-    /Function :/ { name = $3 }
-    /HMMA/ { hmma[name]++ } /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
-    END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
-  ' | sort -k9 > "$out/sass_counts.txt"
-  echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$7 > 0' "$out/sass_counts.txt" | wc -l)"
 }
 
 phase_bench() {
@@ -137,8 +143,9 @@ phase_bench() {
 
 case "$phase" in
   test) phase_test ;;
+  sanitize) phase_sanitize ;;
   bench) phase_bench ;;
-  all) phase_test; phase_bench ;;
+  all) phase_test; phase_sanitize; phase_bench ;;
 esac
 tar czf "/tmp/gpu_session_$$.tgz" -C "$out" --exclude=session.tgz . && mv "/tmp/gpu_session_$$.tgz" "$out/session.tgz"
 log "done (status $status); logs in $out, all of them packed in $out/session.tgz"
