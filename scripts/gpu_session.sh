@@ -10,7 +10,8 @@
 #                                          suites, and racecheck on step05's kernel without its
 #                                          barrier (it must report the race)
 #   scripts/gpu_session.sh bench    [OUT]  step07_bench (BENCH_ARGS, default: the full sweep),
-#                                          then ncu on the step05, ladder and fast kernels
+#                                          then ncu on the step05, ladder and fast kernels (NCU=0:
+#                                          no ncu)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
@@ -18,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -125,6 +126,7 @@ phase_bench() {
   sed -n '/^not timed:/,/^$/p' "$out/step07_log.txt" | head -n 20
   sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt"
 
+  [ "${NCU:-1}" != 0 ] || return 0
   log "ncu (clocks left alone)"
   profile() {  # name kernel-regex bench-args...
     local name=$1 kernel=$2

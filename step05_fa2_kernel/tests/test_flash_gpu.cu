@@ -44,8 +44,11 @@ TEST_SUITE("gpu") {
       const auto gpu = fa2::flash_attention_cuda<T>(Q.cview(), K.cview(), V.cview(), causal);
       const auto host = fa2::flash_attention_host<T>(Q.cview(), K.cview(), V.cview(), causal);
       // Same operands, same tile order; only the order of additions inside a tensor-core product
-      // and the hardware exp differ. bf16 outputs may still differ by one bf16 step (2^-8).
-      const fa2::Tolerance tol = std::is_same_v<T, float> ? fa2::Tolerance{1e-4, 1e-4} : fa2::Tolerance{8e-3, 8e-3};
+      // and the hardware exp (__expf, a few ulps) differ. Those tiny differences in P can move it
+      // across a rounding boundary before the second product: one TF32 step (2^-11 of P) for
+      // float32, one bf16 step (2^-8) for bf16, times a value of about 1, in a few of the terms
+      // of an output element. Seen: 1.1e-4 in float32 on a seed where the old bound was 1e-4.
+      const fa2::Tolerance tol = std::is_same_v<T, float> ? fa2::Tolerance{1e-3, 1e-3} : fa2::Tolerance{8e-3, 8e-3};
       FA2_CHECK_CLOSE(gpu.O.cview(), host.O.cview(), tol, "O (GPU vs host)");
       FA2_CHECK_CLOSE(gpu.L.cview(), host.L.cview(), (fa2::Tolerance{1e-4, 1e-4}), "L (GPU vs host)");
     }
