@@ -10,16 +10,13 @@ namespace fa2 {
 
 namespace {
 
-// The rules of the forward's tensors (flash_fwd_validate.cpp) for the backward's own.
+// The backward's own tensors: the shape they must have, then the layout rules of every tensor.
 void check_tensor(const std::string& name, const void* data, const Extents<3>& shape, const Extents<3>& strides,
                   const Extents<3>& expected_shape, const std::string& expected_from) {
   require_arg(data != nullptr, name, "null pointer");
   require_arg(shape == expected_shape, name + ".shape",
               "got " + to_string<3>(shape) + ", must equal " + expected_from + " " + to_string<3>(expected_shape));
-  require_arg(strides[2] == 1, name + ".stride(2)",
-              got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
-  require_arg(strides[0] >= 0 && strides[1] >= 0, name + ".strides",
-              "got " + to_string<3>(strides) + ", strides must be >= 0");
+  check_tensor_layout(name, data, strides);
 }
 
 }  // namespace

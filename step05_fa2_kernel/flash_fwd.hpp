@@ -68,6 +68,10 @@ FlashFwdArgs make_flash_args(TensorView<const T, 3> Q, TensorView<const T, 3> K,
 // Throws std::invalid_argument naming the first bad argument and what is allowed.
 void validate(const FlashFwdArgs& args);
 
+// The layout rules every (batch, seq, head_dim) tensor of the kernels follows: not null, the
+// head dim contiguous, strides >= 0. Throws naming `name` (validate() of both passes use it).
+void check_tensor_layout(const std::string& name, const void* data, const Extents<3>& strides);
+
 // The softmax scale the kernel will use.
 float softmax_scale(const FlashFwdArgs& args);
 

@@ -18,17 +18,20 @@ namespace {
 constexpr index_t kMaxBatch = 65535;
 
 void check_tensor(const char* name, const void* data, const Extents<3>& shape, const Extents<3>& strides) {
-  const std::string n(name);
-  require_arg(data != nullptr, n, "null pointer");
-  require_arg(shape[0] >= 1 && shape[1] >= 1 && shape[2] >= 1, n + ".shape",
+  check_tensor_layout(name, data, strides);
+  require_arg(shape[0] >= 1 && shape[1] >= 1 && shape[2] >= 1, std::string(name) + ".shape",
               "got " + to_string<3>(shape) + ", every length must be at least 1 (batch, seq, head_dim)");
-  require_arg(strides[2] == 1, n + ".stride(2)",
-              got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
-  require_arg(strides[0] >= 0 && strides[1] >= 0, n + ".strides",
-              "got " + to_string<3>(strides) + ", strides must be >= 0");
 }
 
 }  // namespace
+
+void check_tensor_layout(const std::string& name, const void* data, const Extents<3>& strides) {
+  require_arg(data != nullptr, name, "null pointer");
+  require_arg(strides[2] == 1, name + ".stride(2)",
+              got_allowed(strides[2], "1: the head dim must be contiguous (call .contiguous() on a view that is not)"));
+  require_arg(strides[0] >= 0 && strides[1] >= 0, name + ".strides",
+              "got " + to_string<3>(strides) + ", strides must be >= 0");
+}
 
 void validate(const FlashFwdArgs& a) {
   require_arg(a.dtype == DType::float32 || a.dtype == DType::bfloat16, "dtype", "allowed float32 or bfloat16");
