@@ -1,4 +1,4 @@
-// fa2::todo("step05: ..."): what the starter kit (scripts/make_starter_kit.cmake) puts where a
+// fa2::todo("TODO(step05): ..."): what the starter kit (scripts/make_starter_kit.sh) puts where a
 // solution region was. It fails loudly: on the host it throws fa2::NotImplemented carrying
 // the message; in device code it prints the message and traps the kernel.
 #pragma once

@@ -93,6 +93,11 @@ FlashFwdArgs forward_args(const FlashBwdArgs& args);
 // after another. Pointers are host memory.
 void flash_bwd_host(const FlashBwdArgs& args);
 
+// The signatures of a backward launcher on the host (flash_bwd_host) and on the GPU
+// (flash_bwd_cuda, flash_bwd_cuda.hpp), named without CUDA headers as the forward's are.
+using HostBwdLaunchFn = void (*)(const FlashBwdArgs&);
+using CudaBwdLaunchFn = void (*)(const FlashBwdArgs&, ::CUstream_st*);
+
 template <class T>
 struct FlashGradients {
   Tensor<T, 3> dQ;  // (B, N_q, D)

@@ -12,6 +12,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/headeronly/version.h>
 
 #include <cstdint>
@@ -94,18 +95,29 @@ c10::DeviceIndex initialised_device() {
   return c10::cuda::current_device();
 }
 
-// One problem's tensors and stream. The tensors view our buffers and own nothing.
+// One problem's tensors and stream. The tensors view our buffers and own nothing. For a
+// backward problem, Q, K and V are leaves that require gradients, and one forward pass builds
+// the graph whose backward each timed run repeats (retain_graph): what is timed is SDPA's
+// backward alone, as ours is.
 class TorchSdpa {
  public:
   TorchSdpa(const Problem& p, const AttentionBuffers& b, cudaStream_t stream, std::optional<at::SDPBackend> forced)
       : device_(initialised_device()),
         stream_(c10::cuda::getStreamFromExternal(stream, device_)),
         causal_(p.causal),
+        backward_(p.backward()),
         forced_(forced) {
     q_ = wrap(const_cast<bf16*>(b.q), p);  // for_blob takes a non-const pointer; SDPA only reads q, k, v
     k_ = wrap(const_cast<bf16*>(b.k), p);
     v_ = wrap(const_cast<bf16*>(b.v), p);
     o_ = wrap(b.o, p);
+    if (backward_) {
+      for (at::Tensor* leaf : {&q_, &k_, &v_}) leaf->requires_grad_(true);
+      dout_ = wrap(const_cast<bf16*>(b.dout), p);  // read only
+      dq_ = wrap(b.dq, p);
+      dk_ = wrap(b.dk, p);
+      dv_ = wrap(b.dv, p);
+    }
   }
 
   ~TorchSdpa() {
@@ -138,6 +150,27 @@ class TorchSdpa {
     o_.copy_(out);
   }
 
+  // The forward whose graph the backward runs reuse (backward problems only).
+  void build_graph() {
+    const c10::cuda::CUDAStreamGuard on_stream(stream_);
+    graph_out_ = call();
+    stream_.synchronize();
+  }
+
+  // One backward pass on our stream: dQ, dK, dV as fresh tensors from Torch's allocator.
+  std::vector<at::Tensor> call_backward() const {
+    const c10::cuda::CUDAStreamGuard on_stream(stream_);
+    return torch::autograd::grad({graph_out_}, {q_, k_, v_}, {dout_}, /*retain_graph=*/true);
+  }
+
+  void call_backward_into_grads() {
+    const std::vector<at::Tensor> grads = call_backward();
+    const c10::cuda::CUDAStreamGuard on_stream(stream_);
+    dq_.copy_(grads.at(0));
+    dk_.copy_(grads.at(1));
+    dv_.copy_(grads.at(2));
+  }
+
   // A (B, H, N, D) contiguous bf16 view of our device buffer: no copy, no ownership. The device
   // is given, so Torch does not have to ask the driver where the pointer lives.
   at::Tensor wrap(bf16* data, const Problem& p) const {
@@ -156,7 +189,10 @@ class TorchSdpa {
     stream_.synchronize();
     const std::int64_t before = alloc::getDeviceStats(device_).allocated_bytes[aggregate].current;
     alloc::resetPeakStats(device_);
-    {
+    if (backward_) {
+      const std::vector<at::Tensor> grads = call_backward();
+      stream_.synchronize();
+    } else {
       const at::Tensor out = call();
       stream_.synchronize();
     }
@@ -168,8 +204,10 @@ class TorchSdpa {
   c10::DeviceIndex device_;
   c10::cuda::CUDAStream stream_;
   bool causal_;
+  bool backward_;
   std::optional<at::SDPBackend> forced_;
   at::Tensor q_, k_, v_, o_;
+  at::Tensor dout_, dq_, dk_, dv_, graph_out_;  // backward problems only
 };
 
 Implementation sdpa_implementation(std::string name, std::string key, std::optional<at::SDPBackend> forced) {
@@ -198,8 +236,14 @@ Implementation sdpa_implementation(std::string name, std::string key, std::optio
     }
     PreparedRun run;
     run.backend = backend_name(picked);
-    run.run = [sdpa] { (void)sdpa->call(); };
-    run.run_into_o = [sdpa] { sdpa->call_into_o(); };
+    if (p.backward()) {
+      sdpa->build_graph();
+      run.run = [sdpa] { (void)sdpa->call_backward(); };
+      run.run_into_outputs = [sdpa] { sdpa->call_backward_into_grads(); };
+    } else {
+      run.run = [sdpa] { (void)sdpa->call(); };
+      run.run_into_outputs = [sdpa] { sdpa->call_into_o(); };
+    }
     run.measure_extra_bytes = [sdpa]() -> std::optional<std::size_t> { return sdpa->peak_extra_bytes(); };
     return run;
   };

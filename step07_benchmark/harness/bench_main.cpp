@@ -130,9 +130,12 @@ int bench(int argc, char** argv) {
   std::printf(
       "checks before timing: NaN-poisoned outputs; whole O vs %s, sampled rows vs float64; atol = rtol = %.0e\n",
       fa2::variants::kStep05Key, config.atol);
-  std::cout << "FLOPs = 4*B*H*N^2*D, halved for causal. Kernels that still compute the masked tiles (ours16 and "
-               "its tile\n  variants, cuBLAS standard attention) do the full work under causal but are credited with "
-               "half of it:\n  their causal TF/s is half their real rate (not flattered, as the article has it).\n";
+  std::cout << "FLOPs = 4*B*H*N^2*D for a forward, 2.5 times that for a backward, halved for causal. Kernels that "
+               "still compute\n  the masked tiles (ours16's forward and its tile variants, cuBLAS standard attention) "
+               "do the full work under causal\n  but are credited with half of it: their causal TF/s is half their "
+               "real rate (not flattered, as the article has it).\n  Backward rows time the whole backward (our "
+               "preprocessing and dQ conversion included) and are checked against ours16's\n  gradients (which "
+               "step05's tests check against float64); their inputs O and L are ours16's forward.\n";
 
   const Ceilings datasheet = h200_datasheet();
   if (opt.measure_ceilings) {

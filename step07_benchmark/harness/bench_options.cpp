@@ -46,6 +46,7 @@ struct Request {
   std::vector<std::string> sweeps;
   std::optional<std::vector<int>> n_values, d_values;
   std::string causal = "both";
+  std::vector<Pass> passes = {Pass::forward, Pass::backward};
   int B = 4, H = 8;  // the article's
   bool no_ceilings = false;
 };
@@ -54,7 +55,7 @@ struct Request {
 cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
   Options& o = r.o;
   cli::Parser p("step07_bench",
-                "FlashAttention-2 forward: our kernels vs PyTorch SDPA vs cuBLAS standard attention, each checked\n"
+                "FlashAttention-2, forward and backward: our kernels vs PyTorch SDPA vs cuBLAS standard attention, each checked\n"
                 "and then timed do_bench style on one GPU. Prints the tables; with --out, writes a CSV and plots.");
   p.custom("--sweep", "LIST",
            "named problem lists: article, long, d128, full (the default: article,long,d128) or quick",
@@ -72,6 +73,15 @@ cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
               [&r](std::string_view flag, const std::string& value) { r.d_values = parse_int_list(flag, value); })
       .choice("--causal", r.causal, {"both", "yes", "no"},
               "which problems of the sweep: causal ones, the others, or both")
+      .custom("--pass", "LIST", "which passes to time: fwd, bwd or fwd,bwd (the default)",
+              [&r](std::string_view flag, const std::string& value) {
+                r.passes.clear();
+                for (const auto& name : cli::split_list(value)) {
+                  r.passes.push_back(cli::parse_choice(flag, name, {"fwd", "bwd"}) == 0 ? Pass::forward
+                                                                                        : Pass::backward);
+                }
+                if (r.passes.empty()) throw cli::UsageError(std::string(flag), "empty list, give fwd, bwd or fwd,bwd");
+              })
       .integer("--batch", r.B, 1, 65535, "batch size B")
       .integer("--heads", r.H, 1, 65535, "heads H")
       .custom("--impl", "LIST", "only these implementation keys (--list shows them); the reference always runs",
@@ -168,6 +178,15 @@ Options parse_options(const std::vector<std::string>& args, const std::vector<st
     const bool want = r.causal == "yes";
     std::erase_if(o.problems, [&](const Problem& p) { return p.causal != want; });
   }
+  std::vector<Problem> with_passes;
+  for (const Problem& p : o.problems) {
+    for (Pass pass : r.passes) {
+      Problem q = p;
+      q.pass = pass;
+      if (std::find(with_passes.begin(), with_passes.end(), q) == with_passes.end()) with_passes.push_back(q);
+    }
+  }
+  o.problems = std::move(with_passes);
   if (o.problems.empty()) throw cli::UsageError("no problems selected (see --sweep, --n, --d, --causal)");
   return o;
 }

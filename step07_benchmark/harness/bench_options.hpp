@@ -37,7 +37,8 @@ struct Options {
 //   d128    : D=128, N = 1024, 4096, 16384              (a larger head dim)
 //   full    : article + long + d128                     (the default)
 //   quick   : D=64,  N = 512, 1024
-// Each N runs non-causal then causal, like the article's loop.
+// Each N runs non-causal then causal, like the article's loop; with --pass=fwd,bwd (the default)
+// each forward problem is followed by the same problem's backward.
 std::vector<Problem> sweep_problems(const std::string& name, int B = 4, int H = 8);
 std::vector<std::string> sweep_names();
 

@@ -5,26 +5,33 @@
 
 namespace fa2::bench {
 
+std::string to_string(Pass pass) {
+  return pass == Pass::backward ? "bwd" : "fwd";
+}
+
 std::string Problem::label() const {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "B=%d H=%d N=%d D=%d %s", B, H, N, D, causal ? "causal" : "non-causal");
+  char buf[112];
+  std::snprintf(buf, sizeof buf, "B=%d H=%d N=%d D=%d %s%s", B, H, N, D, causal ? "causal" : "non-causal",
+                backward() ? " backward" : "");
   return buf;
 }
 
 bool operator==(const Problem& a, const Problem& b) {
-  return a.B == b.B && a.H == b.H && a.N == b.N && a.D == b.D && a.causal == b.causal;
+  return a.B == b.B && a.H == b.H && a.N == b.N && a.D == b.D && a.causal == b.causal && a.pass == b.pass;
 }
 
 double attention_flops(const Problem& p) {
   const double n = static_cast<double>(p.N);
-  const double full = 4.0 * static_cast<double>(p.heads()) * n * n * static_cast<double>(p.D);
+  const double forward = 4.0 * static_cast<double>(p.heads()) * n * n * static_cast<double>(p.D);
+  const double full = p.backward() ? 2.5 * forward : forward;
   return p.causal ? full / 2.0 : full;
 }
 
 std::size_t io_bytes(const Problem& p) {
   const auto elems = static_cast<std::size_t>(p.qkv_elements());
   const auto rows = static_cast<std::size_t>(p.heads() * p.N);
-  return 4 * elems * 2 + rows * sizeof(float);  // Q, K, V, O in bf16 + L in float32
+  const std::size_t bf16_tensors = p.backward() ? 8 : 4;  // Q, K, V, O (+ dO, dQ, dK, dV)
+  return bf16_tensors * elems * 2 + rows * sizeof(float);  // + L in float32
 }
 
 double min_traffic_bytes(const Problem& p) {

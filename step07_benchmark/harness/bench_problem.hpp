@@ -1,5 +1,5 @@
-// The benchmark's problem (B, H, N, D, causal) and its napkin math: the FLOP count the article
-// uses, the fewest bytes a forward pass must move, and the floor times those give on a GPU.
+// The benchmark's problem (B, H, N, D, causal, forward or backward) and its napkin math: the FLOP
+// count the article uses, the fewest bytes a pass must move, and the floor times those give.
 // Host only (no CUDA); unit-tested by step07_tests, printed by step07_demo and step07_bench.
 #pragma once
 
@@ -10,19 +10,27 @@
 
 namespace fa2::bench {
 
+// Which pass is timed: the forward (O and L from Q, K, V), or the backward (dQ, dK, dV from Q,
+// K, V, O, L and dO, its preprocessing included).
+enum class Pass { forward, backward };
+std::string to_string(Pass pass);  // "fwd", "bwd": the CSV's `pass` column
+
 // Q, K, V, O are (B, H, N, D) bfloat16, contiguous: the same memory as (B*H, N, D), which is
-// how our kernels see it. L (the logsumexp) is (B, H, N) float32.
+// how our kernels see it. L (the logsumexp) is (B, H, N) float32. A backward problem adds dO,
+// dQ, dK, dV, also (B, H, N, D) bfloat16.
 struct Problem {
   int B = 4;
   int H = 8;
   int N = 1024;
   int D = 64;
   bool causal = false;
+  Pass pass = Pass::forward;
 
   index_t heads() const { return static_cast<index_t>(B) * H; }                     // B*H independent attentions
   index_t qkv_elements() const { return heads() * N * D; }                          // elements of one of Q, K, V, O
   index_t score_elements() const { return heads() * N * static_cast<index_t>(N); }  // of S or P
-  std::string label() const;                                                        // "B=4 H=8 N=4096 D=64 causal"
+  bool backward() const { return pass == Pass::backward; }
+  std::string label() const;  // "B=4 H=8 N=4096 D=64 causal", "... backward"
 };
 
 bool operator==(const Problem& a, const Problem& b);
@@ -32,12 +40,16 @@ bool operator==(const Problem& a, const Problem& b);
 // A kernel that still computes the masked upper tiles does the full work in the same time and is
 // credited with half of it, so under this count its causal TFLOP/s is half its real rate. (The
 // article calls that rate flattered; it is the opposite: the count leaves out work that was done.)
+// The backward counts 2.5 times the forward (FlashAttention's convention: five products of
+// N*N*D multiply-adds, Q K^T again, dV, dP, dQ and dK, against the forward's two), also halved
+// for causal.
 double attention_flops(const Problem& p);
 
-// Device bytes of Q, K, V and O (bf16) plus L (float32): everything a fused kernel touches.
+// Device bytes of everything a fused kernel touches. Forward: Q, K, V and O (bf16) plus L
+// (float32). Backward: Q, K, V, O, dO, dQ, dK, dV (bf16) plus L (float32).
 std::size_t io_bytes(const Problem& p);
 
-// The least traffic to device memory: Q, K, V read once, O and L written once.
+// The least traffic to device memory: each of those read or written once.
 double min_traffic_bytes(const Problem& p);
 
 // Bytes of one N x N matrix per head in bf16 (S or P of standard attention).

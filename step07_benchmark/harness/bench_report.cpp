@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -160,7 +161,7 @@ std::string article_table(const std::vector<Measurement>& all, const std::vector
   TextTable t(headers);
   const std::string triton_key = quoted_article_triton().key;
   for (const auto& p : problems) {
-    if (p.D != D) continue;
+    if (p.D != D || p.backward()) continue;  // the article's table is the forward's
     const Measurement* ours = find_measurement(all, cols.ours, p);
     const Measurement* sdpa = find_measurement(all, cols.sdpa, p);
     const Measurement* fa2 = find_measurement(all, cols.fa2, p);
@@ -196,6 +197,7 @@ std::string harness_crosscheck_table(const std::vector<Measurement>& all, const 
   }
   TextTable t(headers);
   for (const auto& p : problems) {
+    if (p.backward()) continue;  // the quoted Python timings are forward passes
     bool any = false;
     std::vector<std::string> row = {std::to_string(p.N), p.causal ? "True" : "False"};
     for (const auto& pr : pairs) {
@@ -213,11 +215,12 @@ std::string harness_crosscheck_table(const std::vector<Measurement>& all, const 
 
 std::string wide_table(const std::vector<Measurement>& all, const std::vector<Problem>& problems,
                        const std::vector<std::string>& keys, WideValue what) {
-  std::vector<std::string> headers = {"D", "N", "causal"};
+  std::vector<std::string> headers = {"D", "N", "causal", "pass"};
   headers.insert(headers.end(), keys.begin(), keys.end());
   TextTable t(headers);
   for (const auto& p : problems) {
-    std::vector<std::string> row = {std::to_string(p.D), std::to_string(p.N), p.causal ? "True" : "False"};
+    std::vector<std::string> row = {std::to_string(p.D), std::to_string(p.N), p.causal ? "True" : "False",
+                                    to_string(p.pass)};
     for (const auto& key : keys) {
       const Measurement* m = find_measurement(all, key, p);
       switch (what) {
@@ -252,7 +255,7 @@ std::string csv_escape(const std::string& field) {
 }
 
 std::string csv_header() {
-  return "gpu,impl,name,B,H,N,D,causal,status,ms_median,ms_min,ms_p20,ms_p80,reps,tflops,peak_mib,peak_source,"
+  return "gpu,impl,name,B,H,N,D,causal,pass,status,ms_median,ms_min,ms_p20,ms_p80,reps,tflops,peak_mib,peak_source,"
          "max_err_vs_ref,max_err_vs_fp64,backend,note\n";
 }
 
@@ -269,6 +272,7 @@ std::string csv_row(const Measurement& m, const std::string& gpu) {
       std::to_string(m.problem.N),
       std::to_string(m.problem.D),
       m.problem.causal ? "true" : "false",
+      to_string(m.problem.pass),
       to_string(m.status),
       t(m.ms.median, has_time),
       t(m.ms.min, full_stats),
@@ -336,31 +340,54 @@ std::vector<Measurement> from_csv(const std::string& text) {
   std::vector<Measurement> out;
   std::size_t start = 0;
   int line_no = 0;
+  std::vector<std::string> header;
+  // The column of each field by its name in the header: files written before the `pass` column
+  // existed (every row a forward pass) read the same way.
+  const auto column = [&](const std::string& name) -> std::optional<std::size_t> {
+    const auto it = std::find(header.begin(), header.end(), name);
+    if (it == header.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - header.begin());
+  };
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, end - start);
+    std::string line = text.substr(start, end - start);
     start = end + 1;
-    if (++line_no == 1 || line.empty()) continue;  // the header
-    const auto f = split_csv_line(line);
-    if (f.size() != 21) {
-      throw std::invalid_argument("CSV line " + std::to_string(line_no) + ": expected 21 fields, got " +
-                                  std::to_string(f.size()));
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (++line_no == 1) {
+      header = split_csv_line(line);
+      for (const char* name : {"impl", "name", "B", "H", "N", "D", "causal", "status", "ms_median", "tflops", "backend",
+                               "note"}) {
+        if (!column(name)) throw std::invalid_argument(std::string("CSV header: no column '") + name + "'");
+      }
+      continue;
     }
+    if (line.empty()) continue;
+    const auto f = split_csv_line(line);
+    if (f.size() != header.size()) {
+      throw std::invalid_argument("CSV line " + std::to_string(line_no) + ": expected " +
+                                  std::to_string(header.size()) + " fields, got " + std::to_string(f.size()));
+    }
+    const auto field = [&](const char* name) -> const std::string& { return f[*column(name)]; };
     try {
       Measurement m;
-      m.key = f[1];
-      m.name = f[2];
-      m.problem.B = std::stoi(f[3]);
-      m.problem.H = std::stoi(f[4]);
-      m.problem.N = std::stoi(f[5]);
-      m.problem.D = std::stoi(f[6]);
-      m.problem.causal = f[7] == "true";
-      m.status = status_from_string(f[8]);
-      if (!f[9].empty()) m.ms.median = std::stod(f[9]);
-      if (!f[14].empty()) m.tflops = std::stod(f[14]);
-      m.backend = f[19];
-      m.note = f[20];
+      m.key = field("impl");
+      m.name = field("name");
+      m.problem.B = std::stoi(field("B"));
+      m.problem.H = std::stoi(field("H"));
+      m.problem.N = std::stoi(field("N"));
+      m.problem.D = std::stoi(field("D"));
+      m.problem.causal = field("causal") == "true";
+      if (column("pass")) {
+        const std::string& pass = field("pass");
+        if (pass != "fwd" && pass != "bwd") throw std::invalid_argument("pass '" + pass + "', allowed fwd or bwd");
+        m.problem.pass = pass == "bwd" ? Pass::backward : Pass::forward;
+      }
+      m.status = status_from_string(field("status"));
+      if (!field("ms_median").empty()) m.ms.median = std::stod(field("ms_median"));
+      if (!field("tflops").empty()) m.tflops = std::stod(field("tflops"));
+      m.backend = field("backend");
+      m.note = field("note");
       out.push_back(std::move(m));
     } catch (const std::logic_error& e) {
       throw std::invalid_argument("CSV line " + std::to_string(line_no) + ": " + e.what());
@@ -385,7 +412,7 @@ svg::Chart tflops_chart(const std::vector<Measurement>& all, const std::vector<C
       s.color = svg::palette(i);
       s.dashed = series[i].dashed;
       for (const auto& m : all) {
-        if (m.key != series[i].key || m.problem.D != D || m.problem.causal != causal) continue;
+        if (m.key != series[i].key || m.problem.D != D || m.problem.causal != causal || m.problem.backward()) continue;
         if (m.status != Status::ok && m.status != Status::quoted) continue;
         s.points.emplace_back(static_cast<double>(m.problem.N), m.tflops);
       }

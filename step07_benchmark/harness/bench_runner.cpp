@@ -153,8 +153,15 @@ std::string describe_mismatch(const DeviceCompare& c, const Problem& p, const bf
   return s.str();
 }
 
+// NaN (0xFF bytes) in everything the pass writes: O and L, or dQ, dK and dV (the backward
+// reads O and L, which stay).
 void poison(const AttentionBuffers& b, const Problem& p, cudaStream_t stream) {
-  FA2_CUDA_CHECK(cudaMemsetAsync(b.o, 0xFF, static_cast<std::size_t>(p.qkv_elements()) * sizeof(bf16), stream));
+  const auto elem_bytes = static_cast<std::size_t>(p.qkv_elements()) * sizeof(bf16);
+  if (p.backward()) {
+    for (bf16* grad : {b.dq, b.dk, b.dv}) FA2_CUDA_CHECK(cudaMemsetAsync(grad, 0xFF, elem_bytes, stream));
+    return;
+  }
+  FA2_CUDA_CHECK(cudaMemsetAsync(b.o, 0xFF, elem_bytes, stream));
   FA2_CUDA_CHECK(cudaMemsetAsync(b.l, 0xFF, static_cast<std::size_t>(p.heads() * p.N) * sizeof(float), stream));
 }
 
@@ -293,6 +300,8 @@ struct Runner::ProblemData {
   std::size_t elems, rows;
   cuda::DeviceBuffer<bf16> q, k, v, o, o_ref;
   cuda::DeviceBuffer<float> l;
+  // A backward problem's: dO, the gradients, and the reference's gradients.
+  cuda::DeviceBuffer<bf16> dout, dq, dk, dv, dq_ref, dk_ref, dv_ref;
   AttentionBuffers bufs;
   std::vector<SampledRow> sampled;
   bool have_ref = false;
@@ -307,7 +316,26 @@ struct Runner::ProblemData {
         o(elems),
         o_ref(elems),
         l(rows),
-        bufs{q.data(), k.data(), v.data(), o.data(), l.data()} {}
+        dout(grad_elems()),
+        dq(grad_elems()),
+        dk(grad_elems()),
+        dv(grad_elems()),
+        dq_ref(grad_elems()),
+        dk_ref(grad_elems()),
+        dv_ref(grad_elems()),
+        bufs{q.data(), k.data(), v.data(), o.data(), l.data(), dout.data(), dq.data(), dk.data(), dv.data()} {}
+
+  std::size_t grad_elems() const { return p.backward() ? elems : 0; }
+  // What a run must write and the harness compares: O, or dQ, dK and dV.
+  struct Output {
+    const char* name;
+    bf16* actual;
+    bf16* reference;
+  };
+  std::vector<Output> outputs() {
+    if (!p.backward()) return {{"O", o.data(), o_ref.data()}};
+    return {{"dQ", dq.data(), dq_ref.data()}, {"dK", dk.data(), dk_ref.data()}, {"dV", dv.data(), dv_ref.data()}};
+  }
 };
 
 namespace {
@@ -345,9 +373,23 @@ void Runner::run_problem(const Problem& p, std::size_t index, const std::vector<
   fill_normal_bf16(data.q.data(), elems, seed + 1, stream_);
   fill_normal_bf16(data.k.data(), elems, seed + 2, stream_);
   fill_normal_bf16(data.v.data(), elems, seed + 3, stream_);
+  if (p.backward()) {
+    fill_normal_bf16(data.dout.data(), elems, seed + 4, stream_);
+    if (const std::string why = run_reference_forward(data); !why.empty()) {
+      for (const auto& impl : impls_) {
+        if (!selected(impl)) continue;
+        Measurement m = unmeasured(impl, p);
+        m.status = Status::error;
+        m.note = why;
+        out.push_back(std::move(m));
+      }
+      log_ << "  no backward measured: " << why << "\n";
+      return;
+    }
+  }
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
   std::mt19937_64 rng(seed);
-  data.sampled = sample_rows(p, data.bufs, config_, rng, stream_);
+  if (!p.backward()) data.sampled = sample_rows(p, data.bufs, config_, rng, stream_);
 
   // The reference first: its output is what every other one is compared to.
   std::vector<const Implementation*> order;
@@ -373,8 +415,25 @@ void Runner::log_problem_header(const Problem& p) {
   log_ << head << std::flush;
 }
 
+// The backward's inputs O and L: the reference kernel's forward of the same Q, K, V (its own
+// forward is checked against float64 by its tests and by every forward problem). "" when done.
+std::string Runner::run_reference_forward(ProblemData& d) {
+  Problem forward = d.p;
+  forward.pass = Pass::forward;
+  for (const auto& impl : impls_) {
+    if (impl.key != config_.reference_key) continue;
+    PreparedRun run = impl.prepare(forward, d.bufs, stream_);
+    (run.run_into_outputs ? run.run_into_outputs : run.run)();
+    FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return {};
+  }
+  return "the reference " + config_.reference_key + " is not registered";
+}
+
 std::string Runner::memory_shortfall(const Problem& p, std::size_t elems) const {
-  const std::size_t need = io_bytes(p) + elems * sizeof(bf16) + (std::size_t{1} << 30);
+  // The problem's buffers, the reference's copies of the outputs, and 1 GiB of headroom.
+  const std::size_t outputs = p.backward() ? 3 : 1;
+  const std::size_t need = io_bytes(p) + outputs * elems * sizeof(bf16) + (std::size_t{1} << 30);
   std::size_t free_bytes = 0, total_bytes = 0;
   FA2_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   if (need <= free_bytes) return {};
@@ -382,13 +441,25 @@ std::string Runner::memory_shortfall(const Problem& p, std::size_t elems) const 
          format_bytes(static_cast<double>(free_bytes)) + " free";
 }
 
-// Whole O against the reference's O (or, without one, a NaN scan); "" when it matches.
+// Every output (O, or dQ, dK and dV) against the reference's (or, without one, a NaN scan); ""
+// when all match. max_err_ref is the largest error over them.
 std::string Runner::compare_with_reference(ProblemData& d, Measurement& m) {
   const std::string against = d.have_ref ? config_.reference_key : std::string("itself (NaN scan only)");
-  const bf16* expected = d.have_ref ? d.o_ref.data() : d.o.data();
-  const DeviceCompare c = compare_bf16(d.o.data(), expected, d.elems, config_.atol, config_.rtol, stream_);
-  m.max_err_ref = d.have_ref ? std::optional<double>(c.max_abs_error) : std::nullopt;
-  return c.ok() ? std::string() : describe_mismatch(c, d.p, d.o.data(), expected, against, stream_);
+  const double atol = d.p.backward() ? config_.backward_tol : config_.atol;
+  const double rtol = d.p.backward() ? config_.backward_tol : config_.rtol;
+  double worst = 0.0;
+  for (const auto& out : d.outputs()) {
+    const bf16* expected = d.have_ref ? out.reference : out.actual;
+    const DeviceCompare c = compare_bf16(out.actual, expected, d.elems, atol, rtol, stream_);
+    worst = std::max(worst, c.max_abs_error);
+    if (!c.ok()) {
+      m.max_err_ref = d.have_ref ? std::optional<double>(worst) : std::nullopt;
+      return std::string(d.p.backward() ? out.name : "") + (d.p.backward() ? ": " : "") +
+             describe_mismatch(c, d.p, out.actual, expected, against, stream_);
+    }
+  }
+  m.max_err_ref = d.have_ref ? std::optional<double>(worst) : std::nullopt;
+  return {};
 }
 
 Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool timed) {
@@ -402,13 +473,13 @@ Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool tim
     }
     PreparedRun run = impl.prepare(d.p, d.bufs, stream_);
     m.backend = run.backend;
-    const std::function<void()> run_into_o = run.run_into_o ? run.run_into_o : run.run;
-    if (!check_output(run_into_o, is_ref, d, m)) return m;
+    const std::function<void()> run_into_outputs = run.run_into_outputs ? run.run_into_outputs : run.run;
+    if (!check_output(run_into_outputs, is_ref, d, m)) return m;
     if (!timed) {
       m.note = "checked only (the reference, not selected for timing)";
       return m;
     }
-    time_and_recheck(run.run, run_into_o, d, m);
+    time_and_recheck(run.run, run_into_outputs, d, m);
     record_peak_memory(impl, run, d, m);
   } catch (const NotRunnable& e) {
     m.status = e.kind() == NotRunnable::Kind::skipped       ? Status::skipped
@@ -423,17 +494,25 @@ Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool tim
   return m;
 }
 
-// Poisoned outputs, one run, then float64 rows and the whole tensor. The reference's output
-// becomes the others' yardstick once it passes its float64 rows.
-bool Runner::check_output(const std::function<void()>& run_into_o, bool is_ref, ProblemData& d, Measurement& m) {
+// Poisoned outputs, one run, then float64 rows (forward) and the whole outputs. The reference's
+// outputs become the others' yardstick once they pass: for a forward, its float64 rows; for a
+// backward, a NaN scan (its gradients are checked against float64 by step05's tests).
+bool Runner::check_output(const std::function<void()>& run_into_outputs, bool is_ref, ProblemData& d,
+                          Measurement& m) {
   poison(d.bufs, d.p, stream_);
-  run_into_o();
+  run_into_outputs();
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  const SampledCheck s = check_sampled(d.sampled, d.p, d.o.data(), config_, stream_);
-  m.max_err_fp64 = s.max_abs_error;
+  SampledCheck s;
+  s.ok = true;
+  if (!d.p.backward()) {
+    s = check_sampled(d.sampled, d.p, d.o.data(), config_, stream_);
+    m.max_err_fp64 = s.max_abs_error;
+  }
   if (is_ref && s.ok) {
-    FA2_CUDA_CHECK(
-        cudaMemcpyAsync(d.o_ref.data(), d.o.data(), d.elems * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
+    for (const auto& out : d.outputs()) {
+      FA2_CUDA_CHECK(cudaMemcpyAsync(out.reference, out.actual, d.elems * sizeof(bf16), cudaMemcpyDeviceToDevice,
+                                     stream_));
+    }
     FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
     d.have_ref = true;
   }
@@ -451,15 +530,15 @@ bool Runner::check_output(const std::function<void()>& run_into_o, bool is_ref, 
 
 // do_bench's timing, then the same check once more: a result that moves after hundreds of runs
 // points to a race.
-void Runner::time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_o, ProblemData& d,
-                              Measurement& m) {
+void Runner::time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_outputs,
+                              ProblemData& d, Measurement& m) {
   const Timing t = do_bench(run, stream_, *flusher_, config_.budget);
   m.ms = t.ms;
   m.reps = t.plan.reps;
   m.tflops = tflops_per_s(attention_flops(d.p), t.ms.median);
   if (!config_.recheck_after_timing) return;
   poison(d.bufs, d.p, stream_);
-  run_into_o();
+  run_into_outputs();
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (const std::string why = compare_with_reference(d, m); !why.empty()) {
     m.status = Status::failed;
@@ -473,7 +552,10 @@ void Runner::record_peak_memory(const Implementation& impl, const PreparedRun& r
   std::optional<std::size_t> measured;
   if (run.measure_extra_bytes) measured = run.measure_extra_bytes();
   if (measured) {
-    m.peak_bytes = static_cast<double>(3 * d.elems * sizeof(bf16) + *measured);
+    // What Torch holds beyond the inputs it reads: Q, K, V (and for a backward dO; it makes its
+    // own O and L and gradients, which its allocator counts).
+    const std::size_t inputs = d.p.backward() ? 4 : 3;
+    m.peak_bytes = static_cast<double>(inputs * d.elems * sizeof(bf16) + *measured);
     m.peak_source = "allocator";
   } else {
     m.peak_bytes = static_cast<double>(io_bytes(d.p) + impl.extra_bytes(d.p));

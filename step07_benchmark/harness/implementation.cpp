@@ -2,9 +2,11 @@
 // kernel_implementations(): one for every row of the variants table.
 #include "step07_benchmark/harness/implementation.hpp"
 
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "common/cuda/device_buffer.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
 namespace fa2::bench {
@@ -17,17 +19,50 @@ FlashFwdArgs flash_args_for(const Problem& p, const AttentionBuffers& b) {
                                TensorView<float, 2>(b.l, l_shape), p.causal);
 }
 
+namespace {
+
+// The float32 workspaces of our backward (D_i per row, dQ summed over the key tiles), owned by
+// the prepared run, and the arguments that point at them and at the problem's buffers.
+struct BackwardWork {
+  cuda::DeviceBuffer<float> d_rows, dq_accum;
+  FlashBwdArgs args;
+
+  BackwardWork(const Problem& p, const AttentionBuffers& b)
+      : d_rows(static_cast<std::size_t>(p.heads() * p.N)), dq_accum(static_cast<std::size_t>(p.qkv_elements())) {
+    const Extents<3> shape{p.heads(), p.N, p.D};
+    const Extents<2> rows{p.heads(), p.N};
+    args = make_flash_bwd_args<bf16>(
+        TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
+        TensorView<const bf16, 3>(b.v, shape), TensorView<const bf16, 3>(b.o, shape),
+        TensorView<const float, 2>(b.l, rows), TensorView<const bf16, 3>(b.dout, shape),
+        TensorView<float, 2>(d_rows.data(), rows), TensorView<bf16, 3>(b.dq, shape),
+        TensorView<float, 3>(dq_accum.data(), shape), TensorView<bf16, 3>(b.dk, shape), TensorView<bf16, 3>(b.dv, shape),
+        p.causal);
+  }
+};
+
+}  // namespace
+
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
                                     std::function<std::string(const Problem&)> unsupported,
-                                    std::function<std::string(const FlashFwdArgs&)> refuses) {
+                                    std::function<std::string(const FlashFwdArgs&)> refuses,
+                                    CudaBwdLaunchFn backward) {
   if (fn == nullptr) throw std::invalid_argument("flash_implementation(" + key + "): null launcher");
   Implementation impl;
   impl.name = std::move(name);
   impl.key = std::move(key);
   impl.family = std::move(family);
-  impl.unsupported = unsupported ? std::move(unsupported) : [](const Problem&) { return std::string(); };
-  impl.extra_bytes = [](const Problem&) { return std::size_t{0}; };  // O and L only: nothing else
-  impl.prepare = [fn, refuses](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
+  impl.unsupported = [unsupported, has_backward = backward != nullptr](const Problem& p) {
+    if (p.backward() && !has_backward) return std::string("no backward pass");
+    return unsupported ? unsupported(p) : std::string();
+  };
+  // Forward: O and L only, nothing else. Backward: D_i and the float32 dQ accumulator.
+  impl.extra_bytes = [](const Problem& p) {
+    if (!p.backward()) return std::size_t{0};
+    return static_cast<std::size_t>(p.heads() * p.N) * sizeof(float) +
+           static_cast<std::size_t>(p.qkv_elements()) * sizeof(float);
+  };
+  impl.prepare = [fn, refuses, backward](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
     const FlashFwdArgs args = flash_args_for(p, b);
     validate(args);  // a bad argument is reported once here, not thrown from the timing loop
     if (refuses) {
@@ -36,7 +71,13 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
       }
     }
     PreparedRun run;
-    run.run = [fn, args, stream] { fn(args, stream); };
+    if (p.backward()) {
+      auto work = std::make_shared<BackwardWork>(p, b);
+      validate(work->args);
+      run.run = [backward, work, stream] { backward(work->args, stream); };
+    } else {
+      run.run = [fn, args, stream] { fn(args, stream); };
+    }
     return run;
   };
   return impl;
@@ -54,7 +95,7 @@ std::vector<Implementation> kernel_implementations() {
     };
     std::function<std::string(const FlashFwdArgs&)> refuses;
     if (v.refuses != nullptr) refuses = v.refuses;
-    out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses));
+    out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward));
   }
   return out;
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/bf16.hpp"
+#include "step05_fa2_kernel/flash_bwd.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
@@ -25,22 +26,29 @@
 namespace fa2::bench {
 
 // Device buffers of one problem, all (B, H, N, ...) contiguous, which is (B*H, N, ...) for our
-// kernels. Every implementation reads Q, K, V and must leave its output in O; L is for those
-// that also produce the logsumexp (ours, cuBLAS) and may be left alone by the others.
+// kernels. A forward reads Q, K, V and must leave its output in O; L is for those that also
+// produce the logsumexp (ours, cuBLAS) and may be left alone by the others. A backward reads Q,
+// K, V, O and L (the reference's forward of the same inputs) and dO, and must leave its
+// gradients in dQ, dK, dV; those four are null in a forward problem.
 struct AttentionBuffers {
-  const bf16* q = nullptr;  // (B*H, N, D)
-  const bf16* k = nullptr;  // (B*H, N, D)
-  const bf16* v = nullptr;  // (B*H, N, D)
-  bf16* o = nullptr;        // (B*H, N, D)
-  float* l = nullptr;       // (B*H, N)
+  const bf16* q = nullptr;     // (B*H, N, D)
+  const bf16* k = nullptr;     // (B*H, N, D)
+  const bf16* v = nullptr;     // (B*H, N, D)
+  bf16* o = nullptr;           // (B*H, N, D)
+  float* l = nullptr;          // (B*H, N)
+  const bf16* dout = nullptr;  // (B*H, N, D), backward only
+  bf16* dq = nullptr;          // (B*H, N, D), backward only
+  bf16* dk = nullptr;          // (B*H, N, D), backward only
+  bf16* dv = nullptr;          // (B*H, N, D), backward only
 };
 
 // An implementation made ready for one problem: workspaces allocated, handles created.
 // Whatever it owns lives in the captures of its functions and is freed when it is destroyed.
 struct PreparedRun {
-  std::function<void()> run;         // enqueues one forward pass on the stream: what is timed
-  std::function<void()> run_into_o;  // the same, leaving the result in AttentionBuffers::o
-                                     // (empty: `run` already does; Torch copies its output)
+  std::function<void()> run;  // enqueues one pass (the problem's) on the stream: what is timed
+  // The same, leaving the result where the harness checks it: O for a forward, dQ, dK, dV for a
+  // backward (empty: `run` already does; Torch copies its outputs there).
+  std::function<void()> run_into_outputs;
   // Device bytes used beyond Q, K, V (e.g. Torch's allocator peak around one call); empty:
   // the harness counts O, L and Implementation::extra_bytes instead.
   std::function<std::optional<std::size_t>()> measure_extra_bytes;
@@ -65,7 +73,8 @@ struct Implementation {
   std::string family;  // "ours", "fast", "torch", "cublas"
   // "" when the problem is supported, otherwise why not (e.g. "head dim 96").
   std::function<std::string(const Problem&)> unsupported;
-  // Device bytes it allocates beyond Q, K, V, O, L (S and P for standard attention).
+  // Device bytes it allocates beyond the problem's buffers (S and P for standard attention, the
+  // backward's workspaces for ours).
   std::function<std::size_t(const Problem&)> extra_bytes;
   std::function<PreparedRun(const Problem&, const AttentionBuffers&, cudaStream_t)> prepare;
 };
@@ -73,11 +82,14 @@ struct Implementation {
 // An Implementation that calls `fn` on the problem's buffers, viewed as (B*H, N, D).
 //   unsupported : narrows the problems it takes, from the Problem alone (head dims, ...);
 //   refuses     : the same from the real arguments (alignment, dtype...), asked once in
-//                 prepare, e.g. fa2::fast::unsupported_reason; "" means it runs.
+//                 prepare, e.g. fa2::fast::unsupported_reason; "" means it runs;
+//   backward    : the kernel's backward launcher, with flash_bwd_cuda's signature, for the
+//                 backward problems (null: it has none, and says so).
 // validate() is also called once in prepare, so bad arguments never reach the timing loop.
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "fast",
                                     std::function<std::string(const Problem&)> unsupported = {},
-                                    std::function<std::string(const FlashFwdArgs&)> refuses = {});
+                                    std::function<std::string(const FlashFwdArgs&)> refuses = {},
+                                    CudaBwdLaunchFn backward = nullptr);
 
 // Every row of the variants table that has a GPU launcher, in the table's order.
 std::vector<Implementation> kernel_implementations();

@@ -20,7 +20,7 @@ QuotedSeries make(const char* key, const char* name, std::vector<QuotedPoint> po
 }  // namespace
 
 const QuotedPoint* QuotedSeries::find(const Problem& p) const {
-  if (p.B != B || p.H != H || p.D != D) return nullptr;
+  if (p.B != B || p.H != H || p.D != D || p.backward()) return nullptr;  // every quoted number is a forward
   for (const auto& q : points) {
     if (q.N == p.N && q.causal == p.causal) return &q;
   }

@@ -1,5 +1,6 @@
-// The variants table (variants.hpp). One row per kernel; a row's GPU launcher is there only in a
-// build with CUDA (FA2_VARIANTS_WITH_CUDA, set by step07's CMakeLists.txt).
+// The variants table (variants.hpp). One row per kernel; what exists only in a build with CUDA (a
+// row's GPU launchers, the fast kernel's argument check) is there only then (FA2_VARIANTS_WITH_CUDA,
+// set by step07's CMakeLists.txt).
 #include "step07_benchmark/kernels/variants.hpp"
 
 #include <algorithm>
@@ -10,10 +11,11 @@
 #include "step07_benchmark/kernels/step05_tiles.hpp"
 
 #if FA2_VARIANTS_WITH_CUDA
+#include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
-#define FA2_GPU_LAUNCHER(fn) (fn)
+#define FA2_GPU_ONLY(fn) (fn)
 #else
-#define FA2_GPU_LAUNCHER(fn) nullptr
+#define FA2_GPU_ONLY(fn) nullptr
 #endif
 
 namespace fa2::variants {
@@ -34,7 +36,10 @@ const std::vector<KernelVariant>& kernel_variants() {
        all,
        {float32, bfloat16},
        &flash_fwd_host,
-       FA2_GPU_LAUNCHER(&flash_fwd_cuda)},
+       FA2_GPU_ONLY(&flash_fwd_cuda),
+       nullptr,
+       &flash_bwd_host,
+       FA2_GPU_ONLY(&flash_bwd_cuda)},
       {"ours32x32",
        "32 x 32 tiles",
        "step05's kernel with 32 x 32 tiles, 4 warps",
@@ -42,7 +47,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&tiles::step05_32x32_w4)},
+       FA2_GPU_ONLY(&tiles::step05_32x32_w4)},
       {"ours64x64",
        "64 x 64 tiles",
        "step05's kernel with 64 x 64 tiles, 8 warps (variant 1)",
@@ -50,7 +55,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&tiles::step05_64x64_w8)},
+       FA2_GPU_ONLY(&tiles::step05_64x64_w8)},
       {"ours128x64",
        "128 x 64 tiles",
        "step05's kernel with 128 x 64 tiles, 16 warps",
@@ -58,7 +63,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&tiles::step05_128x64_w16)},
+       FA2_GPU_ONLY(&tiles::step05_128x64_w16)},
       {"v2",
        "causal skip",
        "the key loop stops at the diagonal",
@@ -66,7 +71,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        all,
        {float32, bfloat16},
        &ladder::v2_host,
-       FA2_GPU_LAUNCHER(&ladder::v2_cuda)},
+       FA2_GPU_ONLY(&ladder::v2_cuda)},
       {"v3",
        "exp2",
        "v2 + scale * log2(e) folded into the scores, 2^x instead of e^x",
@@ -74,7 +79,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        all,
        {float32, bfloat16},
        &ladder::v3_host,
-       FA2_GPU_LAUNCHER(&ladder::v3_cuda)},
+       FA2_GPU_ONLY(&ladder::v3_cuda)},
       {"v4",
        "masks where needed",
        "v3 + the mask only on the padded last tile and the diagonal tiles",
@@ -82,7 +87,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        all,
        {float32, bfloat16},
        &ladder::v4_host,
-       FA2_GPU_LAUNCHER(&ladder::v4_cuda)},
+       FA2_GPU_ONLY(&ladder::v4_cuda)},
       {"v5.1",
        "w8 1-stage unswizzled",
        "registers, mma.sync and ldmatrix; cp.async without prefetch; plain layout",
@@ -90,8 +95,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_no_swizzle_one_stage),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_no_swizzle_one_stage),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.2",
        "w8 1-stage",
        "v5.1 + XOR-swizzled shared memory (no bank conflicts)",
@@ -99,8 +104,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_one_stage),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_one_stage),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.3",
        "w8 2-stage",
        "v5.2 + double-buffered K/V (tile j+1 loads during tile j)",
@@ -108,8 +113,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w8_joint_wait),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w8_joint_wait),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.4",
        "w4x2",
        "v5.3 with 32 rows per warp: K/V fragments used twice per load",
@@ -117,8 +122,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_joint_wait),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_joint_wait),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.5",
        "w4x2 split-wait",
        "v5.4 + separate K and V waits: V lands while S computes",
@@ -126,8 +131,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_split_wait),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_split_wait),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.6",
        "w4x2 O-smem",
        "v5.5 + O staged in shared memory, stored in 16-byte chunks",
@@ -135,8 +140,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_o_smem),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_o_smem),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.7",
        "w4x2 pairs",
        "v5.5 + causal blocks take query tiles i and n-1-i",
@@ -144,8 +149,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_pairs),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_pairs),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.8",
        "w4x2 Q-smem",
        "v5.5 with Q re-read from shared memory (frees registers)",
@@ -153,8 +158,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_q_smem),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_q_smem),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.9",
        "128x128 Q-smem",
        "v5.8 with 128-key tiles",
@@ -162,8 +167,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_bn128_q_smem),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_bn128_q_smem),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.10",
        "128x128 all",
        "v5.9 + O-smem + pairs",
@@ -171,8 +176,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_bn128_all),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_bn128_all),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.11",
        "w4x2 O-smem+pairs",
        "v5.5 + O-smem + pairs",
@@ -180,8 +185,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_o_pairs),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_o_pairs),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.12",
        "w4x2 all",
        "v5.11 with Q re-read from shared memory",
@@ -189,8 +194,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_all),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_all),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.13",
        "w4 O-smem+pairs",
        "64-row blocks, 4 warps of 16 rows",
@@ -198,8 +203,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4_o_pairs),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4_o_pairs),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.14",
        "w8 O-smem+pairs",
        "v5.11 with 8 warps of 16 rows (16 warps per SM)",
@@ -207,8 +212,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w8_o_pairs),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w8_o_pairs),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.15",
        "w8 overlap",
        "v5.14 + S of tile j+1 computed during the softmax of tile j",
@@ -216,8 +221,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w8_overlap),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w8_overlap),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.16",
        "w4x2 overlap",
        "v5.12 + the overlap",
@@ -225,8 +230,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4x2_overlap),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4x2_overlap),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5.17",
        "w4 overlap",
        "v5.13 + the overlap",
@@ -234,8 +239,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        d64_128,
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::v5_w4_overlap),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::v5_w4_overlap),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
       {"v5",
        "tuned",
        "the configuration chosen per head dim and causal flag from the sweep",
@@ -243,8 +248,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        {32, 64, 128},
        {bfloat16},
        nullptr,
-       FA2_GPU_LAUNCHER(&fast::flash_fwd_fast),
-       &fast::unsupported_reason},
+       FA2_GPU_ONLY(&fast::flash_fwd_fast),
+       FA2_GPU_ONLY(&fast::unsupported_reason)},
   };
   return table;
 }
@@ -259,13 +264,15 @@ const KernelVariant& kernel_variant(std::string_view key) {
 }
 
 std::string variants_markdown() {
-  std::string out = "| key | name | what it adds | head dims | dtypes | runs on |\n|---|---|---|---|---|---|\n";
+  std::string out =
+      "| key | name | what it adds | head dims | dtypes | runs on | passes |\n|---|---|---|---|---|---|---|\n";
   for (const auto& v : kernel_variants()) {
     std::string dims, dtypes;
     for (int d : v.head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     for (DType t : v.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + to_string(t);
     out += "| `" + v.key + "` | " + v.label + " | " + v.adds + " | " + dims + " | " + dtypes + " | " +
-           (v.host != nullptr ? "host, GPU" : "GPU") + " |\n";
+           (v.host != nullptr ? "host, GPU" : "GPU") + " | " +
+           (v.host_backward != nullptr ? "forward, backward" : "forward") + " |\n";
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "step05_fa2_kernel/flash_bwd.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
 
 namespace fa2::variants {
@@ -26,6 +27,10 @@ struct KernelVariant {
   // "" when the kernel can run these arguments, otherwise why not (e.g. the fast kernel's
   // 16-byte alignment); null: validate() says everything.
   std::string (*refuses)(const FlashFwdArgs&) = nullptr;
+  // Its backward pass, when it has one (step05's kernel): on the host and on the GPU (the GPU
+  // launcher null in a build without CUDA).
+  HostBwdLaunchFn host_backward = nullptr;
+  CudaBwdLaunchFn cuda_backward = nullptr;
 
   std::string name() const { return key + " " + label; }
   bool builds(DType dtype, int head_dim) const;

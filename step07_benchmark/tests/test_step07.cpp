@@ -106,6 +106,21 @@ TEST_SUITE("napkin") {
     CHECK(attention_flops(Problem{1, 1, 16, 16, false}) == doctest::Approx(4.0 * 16 * 16 * 16));
   }
 
+  TEST_CASE("the backward counts 2.5 times the forward's FLOPs, halved for causal, and moves dO and the gradients") {
+    Problem p{4, 8, 4096, 64, false};
+    const double forward = attention_flops(p);
+    const std::size_t forward_bytes = io_bytes(p);
+    p.pass = Pass::backward;
+    CHECK(attention_flops(p) == doctest::Approx(2.5 * forward));
+    p.causal = true;
+    CHECK(attention_flops(p) == doctest::Approx(1.25 * forward));
+    // dO, dQ, dK and dV: four more (B, H, N, D) bf16 tensors than the forward's Q, K, V, O and L.
+    CHECK(io_bytes(p) == forward_bytes + 4 * static_cast<std::size_t>(p.qkv_elements()) * 2);
+    CHECK(p.label() == "B=4 H=8 N=4096 D=64 causal backward");
+    CHECK(to_string(Pass::backward) == "bwd");
+    CHECK_FALSE(p == Problem{4, 8, 4096, 64, true});  // the pass is part of the problem
+  }
+
   TEST_CASE("TF/s from milliseconds matches the quoted SDPA numbers of the Python harness") {
     // sdpa_h200.txt: N=4096 non-causal, cuDNN 0.295 ms = 465 TF/s.
     CHECK(tflops_per_s(attention_flops(Problem{4, 8, 4096, 64, false}), 0.295) ==
@@ -205,37 +220,56 @@ TEST_SUITE("stats") {
 TEST_SUITE("options") {
   TEST_CASE("the default is the full sweep: the article's N then 8192 and 16384 then head dim 128") {
     const Options o = parse_options(std::vector<std::string>{}, kKeys);
-    CHECK(o.problems.size() == 18);
+    // Each problem forward then backward.
+    const auto backward = [](Problem p) {
+      p.pass = Pass::backward;
+      return p;
+    };
+    CHECK(o.problems.size() == 36);
     CHECK(o.problems.front() == Problem{4, 8, 512, 64, false});
-    CHECK(o.problems[1] == Problem{4, 8, 512, 64, true});
-    CHECK(o.problems[7] == Problem{4, 8, 4096, 64, true});
-    CHECK(o.problems[11] == Problem{4, 8, 16384, 64, true});
-    CHECK(o.problems.back() == Problem{4, 8, 16384, 128, true});
+    CHECK(o.problems[1] == backward(Problem{4, 8, 512, 64, false}));
+    CHECK(o.problems[2] == Problem{4, 8, 512, 64, true});
+    CHECK(o.problems[14] == Problem{4, 8, 4096, 64, true});
+    CHECK(o.problems[22] == Problem{4, 8, 16384, 64, true});
+    CHECK(o.problems.back() == backward(Problem{4, 8, 16384, 128, true}));
     CHECK(o.budget.warmup_ms == 25.0);
     CHECK(o.budget.rep_ms == 100.0);
     CHECK(o.ours_key == "ours16");
     CHECK(o.measure_ceilings);
   }
 
+  TEST_CASE("--pass chooses the forward, the backward or both") {
+    Options o = parse_options(std::vector<std::string>{"--sweep=article", "--pass=fwd"}, kKeys);
+    CHECK(o.problems.size() == 8);
+    for (const auto& p : o.problems) CHECK_FALSE(p.backward());
+    o = parse_options(std::vector<std::string>{"--sweep=article", "--pass", "bwd"}, kKeys);
+    CHECK(o.problems.size() == 8);
+    for (const auto& p : o.problems) CHECK(p.backward());
+    CHECK_THROWS_WITH_AS(parse_options(std::vector<std::string>{"--pass=sideways"}, kKeys),
+                         doctest::Contains("--pass: got 'sideways'"), fa2::cli::UsageError);
+  }
+
   TEST_CASE("--quick runs N 512 and 1024 with a short budget") {
     const Options o = parse_options(std::vector<std::string>{"--quick"}, kKeys);
     CHECK(o.quick);
-    CHECK(o.problems.size() == 4);
+    CHECK(o.problems.size() == 8);  // 2 N x causal or not x forward and backward
     CHECK(o.budget.rep_ms == 20.0);
     CHECK(o.budget.warmup_ms == 5.0);
   }
 
   TEST_CASE("sweeps combine without duplicates and --causal filters them") {
-    Options o = parse_options(std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes"}, kKeys);
+    Options o = parse_options(
+        std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes", "--pass=fwd"}, kKeys);
     CHECK(o.problems.size() == 6);
     for (const auto& p : o.problems) CHECK(p.causal);
-    o = parse_options(std::vector<std::string>{"--sweep", "d128", "--causal=no", "--batch=2", "--heads", "16"}, kKeys);
+    o = parse_options(
+        std::vector<std::string>{"--sweep", "d128", "--causal=no", "--batch=2", "--heads", "16", "--pass=fwd"}, kKeys);
     CHECK(o.problems.size() == 3);
     CHECK(o.problems[0] == Problem{2, 16, 1024, 128, false});
   }
 
   TEST_CASE("--n and --d make a custom grid") {
-    const Options o = parse_options(std::vector<std::string>{"--n=128,256", "--d", "64,128"}, kKeys);
+    const Options o = parse_options(std::vector<std::string>{"--n=128,256", "--d", "64,128", "--pass=fwd"}, kKeys);
     CHECK(o.problems.size() == 8);
     CHECK(o.problems[0] == Problem{4, 8, 128, 64, false});
     CHECK(o.problems[7] == Problem{4, 8, 256, 128, true});
@@ -375,7 +409,7 @@ TEST_SUITE("report") {
     const std::size_t columns = count(csv_header(), ",") + 1;
     const std::string row = csv_row(m, "NVIDIA H200");
     CHECK(count(row, ",") + 1 == columns);
-    CHECK(row.find("NVIDIA H200,ours16,ours16,4,8,512,64,false,ok,0.25000") == 0);
+    CHECK(row.find("NVIDIA H200,ours16,ours16,4,8,512,64,false,fwd,ok,0.25000") == 0);
     CHECK(row.find(",0.0039,") != std::string::npos);
     CHECK(csv.find("\"needs 34 GiB, 2 GiB free, sorry\"") != std::string::npos);
     CHECK(csv_row(bad, "g").find(",skipped,,,,,,") != std::string::npos);  // no time for what did not run
@@ -463,5 +497,27 @@ TEST_SUITE("report") {
     CHECK(back[1].status == fa2::bench::Status::unavailable);
     CHECK(back[1].note == "refused, no fallback");
     CHECK_THROWS_AS(fa2::bench::from_csv("header\na,b,c\n"), std::invalid_argument);
+  }
+
+  TEST_CASE("the CSV's pass column round-trips, and a CSV written before it existed reads as forward passes") {
+    fa2::bench::Measurement m;
+    m.key = "ours16";
+    m.problem.pass = Pass::backward;
+    m.ms.median = 2.0;
+    const auto back = fa2::bench::from_csv(fa2::bench::to_csv({m}, "g"));
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].problem.backward());
+    // The record of 2026-11-29 has no pass column: every row is a forward.
+    const std::string old_csv =
+        "gpu,impl,name,B,H,N,D,causal,status,ms_median,ms_min,ms_p20,ms_p80,reps,tflops,peak_mib,peak_source,"
+        "max_err_vs_ref,max_err_vs_fp64,backend,note\n"
+        "NVIDIA H200,v5,v5,4,8,4096,64,true,ok,0.5,,,,,235.2,,,,,,\n";
+    const auto old = fa2::bench::from_csv(old_csv);
+    REQUIRE(old.size() == 1);
+    CHECK_FALSE(old[0].problem.backward());
+    CHECK(old[0].tflops == doctest::Approx(235.2));
+    const std::string bad_pass = fa2::bench::to_csv({m}, "g").replace(fa2::bench::to_csv({m}, "g").find(",bwd,"), 5,
+                                                                       ",sideways,");
+    CHECK_THROWS_WITH_AS(fa2::bench::from_csv(bad_pass), doctest::Contains("pass 'sideways'"), std::invalid_argument);
   }
 }

@@ -90,7 +90,7 @@ TEST_SUITE("gpu") {
           PreparedRun run = impl.prepare(p, dp.buffers(), nullptr);
           dp.o.fill_bytes(0xFF);  // NaN: an element the implementation does not write cannot pass
           dp.l.fill_bytes(0xFF);
-          (run.run_into_o ? run.run_into_o : run.run)();
+          (run.run_into_outputs ? run.run_into_outputs : run.run)();
           FA2_CUDA_CHECK(cudaDeviceSynchronize());
           Tensor<bf16, 3> O(dp.Q.shape());
           dp.o.download(O.storage().data(), O.storage().size());
@@ -271,5 +271,35 @@ TEST_SUITE("gpu") {
       CHECK(*m.max_err_ref <= 4e-2);
     }
     CHECK_THROWS_AS(runner.run(problems, {"no-such-kernel"}), std::invalid_argument);
+  }
+
+  TEST_CASE("the runner times ours16's backward, checks its gradients, and says which implementations have none") {
+    FA2_SKIP_WITHOUT_GPU();
+    RunnerConfig config;
+    config.budget.warmup_ms = 1.0;
+    config.budget.rep_ms = 5.0;
+    config.seed = fresh_seed();
+    std::ostringstream log;
+    Runner runner(assemble_registry({}), config, log);
+    std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
+    for (auto& p : problems) p.pass = Pass::backward;
+    const auto results = runner.run(problems, {fa2::variants::kStep05Key, "v5", "cublas"});
+    INFO(log.str());
+    REQUIRE(results.size() == 6);
+    for (const auto& m : results) {
+      INFO(m.key, " ", m.problem.label(), ": ", m.note);
+      CHECK(m.problem.backward());
+      if (m.key == fa2::variants::kStep05Key) {
+        CHECK(m.status == Status::ok);
+        CHECK(m.tflops > 0.0);
+        REQUIRE(m.peak_bytes.has_value());
+        CHECK(*m.peak_bytes >= static_cast<double>(io_bytes(m.problem)));  // dO and the gradients included
+        REQUIRE(m.max_err_ref.has_value());
+        CHECK(*m.max_err_ref == 0.0);  // the reference against itself, after a NaN scan
+      } else {
+        CHECK(m.status == Status::unsupported);
+        CHECK(m.note.find("no backward pass") != std::string::npos);
+      }
+    }
   }
 }

@@ -1,0 +1,159 @@
+"""FlashAttention-2 from this repository's CUDA kernels, as a PyTorch function with autograd.
+
+    from fa2_attention import flash_attention
+    out = flash_attention(q, k, v, is_causal=True)      # q, k, v: (B, H, N, D) or (B, N, D)
+
+The operators torch.ops.fa2.forward / torch.ops.fa2.backward live in the shared library
+libfa2_torch_ops.so, which the repository's CMake builds (python/README.md):
+
+    cmake --preset sm90 -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
+    cmake --build --preset sm90 --target fa2_torch_ops
+    export PYTHONPATH=$PWD/python
+
+Importing this package loads the first library found: the path in the environment variable
+FA2_TORCH_OPS, else build/<preset>/python/libfa2_torch_ops.so for the presets sm90, default,
+debug and cpu-only, in that order. When none is found the import raises ImportError saying what
+to build.
+"""
+
+import os
+from pathlib import Path
+
+import torch
+
+__all__ = ["flash_attention", "library_path", "has_cuda_kernels"]
+
+_LIBRARY_NAME = "libfa2_torch_ops.so"
+_PRESETS = ("sm90", "default", "debug", "cpu-only")
+_REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _find_library():
+    from_env = os.environ.get("FA2_TORCH_OPS")
+    if from_env:
+        path = Path(from_env)
+        if not path.is_file():
+            raise ImportError(
+                f"fa2_attention: FA2_TORCH_OPS={from_env} is not a file; point it at a built "
+                f"{_LIBRARY_NAME} or unset it to use the build folders of the presets"
+            )
+        return path
+    looked = []
+    for preset in _PRESETS:
+        path = _REPOSITORY / "build" / preset / "python" / _LIBRARY_NAME
+        if path.is_file():
+            return path
+        looked.append(str(path))
+    raise ImportError(
+        f"fa2_attention: the operator library {_LIBRARY_NAME} is not built (FA2_TORCH_OPS is not set, "
+        f"and none of these exists: {', '.join(looked)}). Build it from the repository root, with "
+        f"the preset of your choice (sm90, default, debug or cpu-only):\n"
+        f"    cmake --preset sm90 -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
+        f"print(torch.utils.cmake_prefix_path)')\"\n"
+        f"    cmake --build --preset sm90 --target fa2_torch_ops\n"
+        f"The configure step prints one line starting with 'fa2_torch_ops' that says whether the "
+        f"operators are built and, if not, why (see python/README.md)."
+    )
+
+
+library_path = _find_library()
+"""The libfa2_torch_ops.so this package loaded."""
+
+try:
+    torch.ops.load_library(str(library_path))
+except OSError as error:
+    raise ImportError(
+        f"fa2_attention: {library_path} exists but cannot be loaded ({error}). It was probably "
+        f"built against another PyTorch than this one ({torch.__version__}): configure again "
+        f"with this Python's torch.utils.cmake_prefix_path and rebuild the target fa2_torch_ops."
+    ) from error
+
+
+def has_cuda_kernels():
+    """True when the loaded library has the CUDA implementations (a build with nvcc)."""
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key("fa2::forward", "CUDA")
+    except (AttributeError, RuntimeError):  # a private API: if it moves, assume a CUDA build
+        return True
+
+
+# ---- fake (meta) implementations: shapes and dtypes without running anything, for torch.compile ----
+# They mirror what the C++ operators return: fresh contiguous tensors.
+
+
+@torch.library.register_fake("fa2::forward")
+def _forward_fake(q, k, v, is_causal, scale, kernel):
+    out = q.new_empty(q.shape)
+    lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
+    return out, lse
+
+
+@torch.library.register_fake("fa2::backward")
+def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+# ---- autograd ---------------------------------------------------------------------------------------
+
+
+class _FlashAttentionFunction(torch.autograd.Function):
+    """out = softmax(q k^T * scale, masked) v, with the forward's lse saved for the backward.
+
+    Saved for backward: (q, k, v, out, lse). For (B, N, D) inputs lse is the one saved tensor of
+    shape (B, N_q), which is how a test can read it from out.grad_fn.saved_tensors.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, is_causal, scale, kernel):
+        out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.is_causal = is_causal
+        ctx.scale = scale
+        ctx.kernel = kernel
+        return out
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = torch.ops.fa2.backward(dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel)
+        return dq, dk, dv, None, None, None
+
+
+def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
+    """Scaled dot-product attention with this repository's FlashAttention-2 kernels.
+
+    Computes softmax(q @ k^T * scale + mask) @ v, like
+    torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale),
+    and is differentiable with respect to q, k and v.
+
+    Shapes: q is (B, H, N_q, D) or (B, N_q, D); k and v are (B, H, N_k, D) or (B, N_k, D), with
+    the same B (and H) and D as q. N_q and N_k may differ; D is 16, 32, 64 or 128; B * H is at most
+    65535; every length is at least 1. Returns out, shaped and typed like q.
+
+    Dtypes: float32 or bfloat16, the same for q, k and v (float32 products run as TF32 on the
+    tensor cores, as Triton's tl.dot does). Accumulation is float32 in both cases.
+
+    Devices: CUDA tensors run the CUDA kernels on PyTorch's current stream; CPU tensors run the
+    same kernel bodies on the host, one program after another (for checking, not for speed).
+    q, k and v must be on one device.
+
+    is_causal: top-left aligned, like torch's is_causal: query i sees key j when j <= i, also when
+        N_q != N_k (with N_q < N_k the last N_k - N_q keys are seen by no query).
+    scale: the softmax scale; None means 1 / sqrt(D).
+    kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
+        or "fast" (step 7's fast forward: CUDA, bfloat16, D in 32/64/128, 16-byte aligned rows;
+        there is no fast backward, so calling backward raises). An input that the chosen kernel
+        cannot run raises RuntimeError saying why; no other kernel is tried in its place.
+
+    What is copied: a tensor whose head dim is not contiguous (stride(-1) != 1), and a 4-D tensor
+    whose B and H cannot be merged into one batch axis (stride(0) != H * stride(1), e.g.
+    x.transpose(1, 2) of a (B, N, H, D) tensor) is copied into a contiguous one first; every other
+    input is read in place. out, lse and the gradients are new contiguous tensors.
+
+    Errors (RuntimeError, naming the argument): another dtype (float16, float64, integers), dtypes
+    or devices that differ, a rank other than 3 or 4, shapes that do not fit, a length of 0, an
+    unsupported head dim, an unknown kernel name, a non-finite scale.
+    """
+    if scale is not None:
+        scale = float(scale)
+    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel)

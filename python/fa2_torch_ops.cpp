@@ -1,0 +1,350 @@
+// The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
+// forward) behind torch.ops, for the Python package fa2_attention. The CUDA implementations launch
+// on Torch's current stream; the CPU ones run the same kernel bodies on the host.
+//   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
+#include <ATen/ATen.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Exception.h>
+#include <c10/util/string_view.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "common/bf16.hpp"
+#include "common/tensor.hpp"
+#include "step05_fa2_kernel/flash_bwd.hpp"
+#include "step05_fa2_kernel/flash_fwd.hpp"
+
+#if FA2_TORCH_OPS_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+
+#include "step05_fa2_kernel/flash_bwd_cuda.hpp"
+#include "step05_fa2_kernel/flash_fwd_cuda.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
+#endif
+
+// Torch's bfloat16 and ours are the same two bytes (the top half of a float32), so the data of a
+// kBFloat16 tensor is a buffer of fa2::bf16 as it stands: the kernels get its address, unconverted.
+static_assert(sizeof(c10::BFloat16) == sizeof(fa2::bf16) && alignof(c10::BFloat16) == alignof(fa2::bf16),
+              "c10::BFloat16 and fa2::bf16 must have one layout");
+
+namespace {
+
+constexpr const char* kForward = "fa2::forward";
+constexpr const char* kBackward = "fa2::backward";
+
+enum class Kernel { step05, fast };
+enum class Where { cpu, cuda };
+
+// The names torch prints for dtypes ("float16", not "Half").
+std::string dtype_name(const at::Tensor& t) {
+  const at::ScalarType s = t.scalar_type();
+  if (s == at::kFloat) return "float32";
+  if (s == at::kBFloat16) return "bfloat16";
+  if (s == at::kHalf) return "float16";
+  if (s == at::kDouble) return "float64";
+  return c10::toString(s);
+}
+
+// "B", "H", "N" or "D": the name of axis `dim` of a (B, H, N, D) or (B, N, D) tensor.
+std::string axis_name(const at::Tensor& t, std::int64_t dim) {
+  return std::string(1, t.dim() == 4 ? "BHND"[dim] : "BND"[dim]);
+}
+
+Kernel parse_kernel(const char* op, c10::string_view name) {
+  const std::string s(name.data(), name.size());
+  if (s == "step05") return Kernel::step05;
+  TORCH_CHECK(s == "fast", op, ": unknown kernel \"", s,
+              "\"; choose \"step05\" (forward and backward, float32 and bfloat16, CPU and CUDA) or \"fast\" (forward "
+              "only, bfloat16, CUDA)");
+  return Kernel::fast;
+}
+
+void check_lengths(const char* op, const char* name, const at::Tensor& t) {
+  for (std::int64_t dim = 0; dim < t.dim(); ++dim) {
+    TORCH_CHECK(t.size(dim) >= 1, op, ": ", name, ".shape ", t.sizes(), " has length 0 in dim ", dim, " (",
+                axis_name(t, dim), "); every length must be at least 1");
+  }
+}
+
+// q (B, H, N_q, D) or (B, N_q, D); k and v (B, H, N_k, D) or (B, N_k, D); one dtype (float32 or
+// bfloat16), one device.
+void check_qkv(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  TORCH_CHECK(q.dim() == 4 || q.dim() == 3, op, ": q must be 4-D (B, H, N, D) or 3-D (B, N, D), got ", q.dim(),
+              "-D with shape ", q.sizes());
+  TORCH_CHECK(q.scalar_type() == at::kFloat || q.scalar_type() == at::kBFloat16, op, ": q has dtype ", dtype_name(q),
+              "; the kernels take float32 or bfloat16 (convert with .float() or .bfloat16())");
+  for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
+    TORCH_CHECK(t->dim() == q.dim(), op, ": ", name, " is ", t->dim(), "-D but q is ", q.dim(),
+                "-D; q, k and v must have one rank");
+    TORCH_CHECK(t->scalar_type() == q.scalar_type(), op, ": ", name, " has dtype ", dtype_name(*t), " but q has ",
+                dtype_name(q), "; q, k and v must have one dtype");
+    TORCH_CHECK(t->device() == q.device(), op, ": ", name, " is on ", t->device(), " but q is on ", q.device(),
+                "; q, k and v must be on one device");
+  }
+  for (std::int64_t dim = 0; dim + 2 < q.dim(); ++dim) {  // B (and H)
+    TORCH_CHECK(k.size(dim) == q.size(dim), op, ": k.shape ", k.sizes(), " does not fit q.shape ", q.sizes(), ": dim ",
+                dim, " (", axis_name(q, dim), ") must match");
+  }
+  TORCH_CHECK(k.size(-1) == q.size(-1), op, ": k.shape ", k.sizes(), " does not fit q.shape ", q.sizes(),
+              ": the head dim D must match");
+  TORCH_CHECK(v.sizes().equals(k.sizes()), op, ": v.shape ", v.sizes(), " must equal k.shape ", k.sizes());
+  check_lengths(op, "q", q);
+  check_lengths(op, "k", k);
+}
+
+// dout and out of the backward: q's shape, dtype and device.
+void check_like_q(const char* op, const char* name, const at::Tensor& t, const at::Tensor& q) {
+  TORCH_CHECK(t.sizes().equals(q.sizes()), op, ": ", name, ".shape ", t.sizes(), " must equal q.shape ", q.sizes());
+  TORCH_CHECK(t.scalar_type() == q.scalar_type(), op, ": ", name, " has dtype ", dtype_name(t), " but q has ",
+              dtype_name(q), "; they must have one dtype");
+  TORCH_CHECK(t.device() == q.device(), op, ": ", name, " is on ", t.device(), " but q is on ", q.device(),
+              "; every tensor must be on one device");
+}
+
+// q's shape without its head dim: the shape of lse, (B, H, N_q) or (B, N_q).
+std::vector<std::int64_t> lse_shape(const at::Tensor& q) {
+  const at::IntArrayRef sizes = q.sizes();
+  return std::vector<std::int64_t>(sizes.begin(), sizes.end() - 1);
+}
+
+std::optional<float> checked_scale(const char* op, std::optional<double> scale) {
+  if (!scale) return std::nullopt;  // the kernels' default, 1/sqrt(D)
+  TORCH_CHECK(std::isfinite(*scale), op, ": scale must be a finite number, got ", *scale);
+  return static_cast<float>(*scale);
+}
+
+// The kernels' view of a (B, H, N, D) or (B, N, D) tensor: (batch, N, D) with a contiguous head
+// dim and one batch stride, which is what FlashFwdArgs and FlashBwdArgs take. What is copied:
+//   - a head dim whose stride is not 1 (a slice such as x[..., ::2], an expanded dO): the whole
+//     tensor, into a contiguous one;
+//   - a 4-D tensor whose B and H do not merge into one stride (stride(B) != H * stride(H), B and
+//     H both > 1; e.g. (B, N, H, D).transpose(1, 2)): the whole tensor, by reshape.
+// Everything else is a view: any stride of N, any stride of a 3-D batch, a contiguous (B, H, N, D)
+// tensor, one head of a larger tensor. Outputs are always fresh contiguous tensors.
+at::Tensor kernel_view(const at::Tensor& t) {
+  const at::Tensor dense_d = t.stride(-1) == 1 ? t : t.contiguous();
+  if (dense_d.dim() == 3) return dense_d;
+  return dense_d.reshape({dense_d.size(0) * dense_d.size(1), dense_d.size(2), dense_d.size(3)});
+}
+
+template <int Rank>
+fa2::Extents<Rank> shape_of(const at::Tensor& t) {
+  fa2::Extents<Rank> e{};
+  for (int i = 0; i < Rank; ++i) e[static_cast<std::size_t>(i)] = t.size(i);
+  return e;
+}
+
+template <int Rank>
+fa2::Extents<Rank> strides_of(const at::Tensor& t) {
+  fa2::Extents<Rank> e{};
+  for (int i = 0; i < Rank; ++i) e[static_cast<std::size_t>(i)] = t.stride(i);
+  return e;
+}
+
+fa2::DType kernel_dtype(const at::Tensor& t) {
+  return t.scalar_type() == at::kBFloat16 ? fa2::DType::bfloat16 : fa2::DType::float32;
+}
+
+// The kernels' own checks (validate) throw std::invalid_argument naming the argument, e.g.
+// "head_dim: got 48, allowed 16, 32, 64 or 128"; Python gets it as a RuntimeError, as every
+// other message here, prefixed with the operator's name.
+template <class Fn>
+void run_checked(const char* op, Fn&& fn) {
+  try {
+    std::forward<Fn>(fn)();
+  } catch (const std::invalid_argument& e) {
+    TORCH_CHECK(false, op, ": ", e.what());
+  }
+}
+
+// ---- forward ------------------------------------------------------------------------------------
+
+// One forward call: the kernels' views of the inputs (kept alive until the launch is queued),
+// the outputs, and the arguments for the launchers.
+struct ForwardCall {
+  Kernel kernel = Kernel::step05;
+  at::Tensor q3, k3, v3;  // (batch, N_q or N_k, D)
+  at::Tensor out;         // q's shape and dtype, contiguous
+  at::Tensor lse;         // q's shape without D, float32, contiguous
+  fa2::FlashFwdArgs args;
+};
+
+ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal,
+                            std::optional<double> scale, c10::string_view kernel, Where where) {
+  ForwardCall c;
+  c.kernel = parse_kernel(kForward, kernel);
+  check_qkv(kForward, q, k, v);
+  TORCH_CHECK(c.kernel == Kernel::step05 || where == Where::cuda, kForward,
+              ": kernel=\"fast\" runs on CUDA only; on the CPU use kernel=\"step05\"");
+  c.q3 = kernel_view(q);
+  c.k3 = kernel_view(k);
+  c.v3 = kernel_view(v);
+  c.out = at::empty(q.sizes(), q.options());
+  c.lse = at::empty(lse_shape(q), q.options().dtype(at::kFloat));
+  const std::int64_t batch = c.q3.size(0), n_q = c.q3.size(1), head_dim = c.q3.size(2);
+  const at::Tensor out3 = c.out.view({batch, n_q, head_dim});
+  const at::Tensor lse2 = c.lse.view({batch, n_q});
+
+  fa2::FlashFwdArgs& a = c.args;
+  a.dtype = kernel_dtype(q);
+  a.q = c.q3.const_data_ptr(), a.q_shape = shape_of<3>(c.q3), a.q_strides = strides_of<3>(c.q3);
+  a.k = c.k3.const_data_ptr(), a.k_shape = shape_of<3>(c.k3), a.k_strides = strides_of<3>(c.k3);
+  a.v = c.v3.const_data_ptr(), a.v_shape = shape_of<3>(c.v3), a.v_strides = strides_of<3>(c.v3);
+  a.o = out3.mutable_data_ptr(), a.o_shape = shape_of<3>(out3), a.o_strides = strides_of<3>(out3);
+  a.l = lse2.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse2), a.l_strides = strides_of<2>(lse2);
+  a.causal = is_causal;
+  a.scale = checked_scale(kForward, scale);
+  run_checked(kForward, [&] { fa2::validate(a); });  // head dim, batch, ...: before anything runs
+  return c;
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               bool is_causal, std::optional<double> scale, c10::string_view kernel) {
+  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, Where::cpu);
+  run_checked(kForward, [&] { fa2::flash_fwd_host(c.args); });
+  return {c.out, c.lse};
+}
+
+// ---- backward -----------------------------------------------------------------------------------
+
+struct BackwardCall {
+  at::Tensor q3, k3, v3, o3, do3, lse2;  // the kernels' views of the inputs
+  at::Tensor dq, dk, dv;                 // q's, k's and v's shapes and dtype, contiguous
+  at::Tensor d_rows, dq_accum;           // float32 workspaces (batch, N_q) and (batch, N_q, D)
+  fa2::FlashBwdArgs args;
+};
+
+BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                              const at::Tensor& out, const at::Tensor& lse, bool is_causal, std::optional<double> scale,
+                              c10::string_view kernel) {
+  TORCH_CHECK(parse_kernel(kBackward, kernel) == Kernel::step05, kBackward,
+              ": there is no fast backward kernel yet: kernel=\"fast\" is forward only. kernel=\"step05\" has a "
+              "backward (flash_attention(q, k, v, kernel=\"step05\") to train)");
+  check_qkv(kBackward, q, k, v);
+  check_like_q(kBackward, "out", out, q);
+  check_like_q(kBackward, "dout", dout, q);
+  const std::vector<std::int64_t> l_shape = lse_shape(q);
+  TORCH_CHECK(lse.scalar_type() == at::kFloat, kBackward, ": lse has dtype ", dtype_name(lse),
+              "; it must be float32, the forward's lse");
+  TORCH_CHECK(lse.sizes().equals(l_shape), kBackward, ": lse.shape ", lse.sizes(),
+              " must be q.shape without its head dim, ", at::IntArrayRef(l_shape));
+  TORCH_CHECK(lse.device() == q.device(), kBackward, ": lse is on ", lse.device(), " but q is on ", q.device(),
+              "; every tensor must be on one device");
+
+  BackwardCall c;
+  c.q3 = kernel_view(q);
+  c.k3 = kernel_view(k);
+  c.v3 = kernel_view(v);
+  c.o3 = kernel_view(out);
+  c.do3 = kernel_view(dout);
+  const std::int64_t batch = c.q3.size(0), n_q = c.q3.size(1), head_dim = c.q3.size(2);
+  c.lse2 = lse.reshape({batch, n_q});  // any strides will do for L: a view when (B, H) merge
+  c.dq = at::empty(q.sizes(), q.options());
+  c.dk = at::empty(k.sizes(), k.options());
+  c.dv = at::empty(v.sizes(), v.options());
+  c.d_rows = at::empty({batch, n_q}, q.options().dtype(at::kFloat));
+  c.dq_accum = at::empty({batch, n_q, head_dim}, q.options().dtype(at::kFloat));  // zeroed by the kernel's phase 1
+  const at::Tensor dq3 = c.dq.view({batch, n_q, head_dim});
+  const at::Tensor dk3 = c.dk.view({batch, c.k3.size(1), head_dim});
+  const at::Tensor dv3 = c.dv.view({batch, c.v3.size(1), head_dim});
+
+  fa2::FlashBwdArgs& a = c.args;
+  a.dtype = kernel_dtype(q);
+  a.q = c.q3.const_data_ptr(), a.q_shape = shape_of<3>(c.q3), a.q_strides = strides_of<3>(c.q3);
+  a.k = c.k3.const_data_ptr(), a.k_shape = shape_of<3>(c.k3), a.k_strides = strides_of<3>(c.k3);
+  a.v = c.v3.const_data_ptr(), a.v_shape = shape_of<3>(c.v3), a.v_strides = strides_of<3>(c.v3);
+  a.o = c.o3.const_data_ptr(), a.o_shape = shape_of<3>(c.o3), a.o_strides = strides_of<3>(c.o3);
+  a.l = c.lse2.const_data_ptr<float>(), a.l_shape = shape_of<2>(c.lse2), a.l_strides = strides_of<2>(c.lse2);
+  a.do_ = c.do3.const_data_ptr(), a.do_shape = shape_of<3>(c.do3), a.do_strides = strides_of<3>(c.do3);
+  a.d_rows = c.d_rows.mutable_data_ptr<float>();
+  a.d_rows_shape = shape_of<2>(c.d_rows), a.d_rows_strides = strides_of<2>(c.d_rows);
+  a.dq_accum = c.dq_accum.mutable_data_ptr<float>();
+  a.dq_accum_shape = shape_of<3>(c.dq_accum), a.dq_accum_strides = strides_of<3>(c.dq_accum);
+  a.dq = dq3.mutable_data_ptr(), a.dq_shape = shape_of<3>(dq3), a.dq_strides = strides_of<3>(dq3);
+  a.dk = dk3.mutable_data_ptr(), a.dk_shape = shape_of<3>(dk3), a.dk_strides = strides_of<3>(dk3);
+  a.dv = dv3.mutable_data_ptr(), a.dv_shape = shape_of<3>(dv3), a.dv_strides = strides_of<3>(dv3);
+  a.causal = is_causal;
+  a.scale = checked_scale(kBackward, scale);
+  run_checked(kBackward, [&] { fa2::validate(a); });
+  return c;
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& dout, const at::Tensor& q,
+                                                            const at::Tensor& k, const at::Tensor& v,
+                                                            const at::Tensor& out, const at::Tensor& lse,
+                                                            bool is_causal, std::optional<double> scale,
+                                                            c10::string_view kernel) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel);
+  run_checked(kBackward, [&] { fa2::flash_bwd_host(c.args); });
+  return {c.dq, c.dk, c.dv};
+}
+
+// ---- CUDA ---------------------------------------------------------------------------------------
+#if FA2_TORCH_OPS_WITH_CUDA
+
+// The launches go to Torch's current stream of the tensors' device, so they are ordered with the
+// caller's other work and with the caching allocator's reuse of the inputs and workspaces.
+std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                bool is_causal, std::optional<double> scale, c10::string_view kernel) {
+  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, Where::cuda);
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
+  if (c.kernel == Kernel::fast) {
+    // Never a silent fallback: what the fast kernel refuses is an error that says why.
+    const std::string why = fa2::fast::unsupported_reason(c.args);
+    TORCH_CHECK(why.empty(), kForward, ": kernel=\"fast\" cannot run these inputs: ", why,
+                ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
+    run_checked(kForward, [&] { fa2::fast::flash_fwd_fast(c.args, stream); });
+  } else {
+    run_checked(kForward, [&] { fa2::flash_fwd_cuda(c.args, stream); });
+  }
+  return {c.out, c.lse};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& dout, const at::Tensor& q,
+                                                             const at::Tensor& k, const at::Tensor& v,
+                                                             const at::Tensor& out, const at::Tensor& lse,
+                                                             bool is_causal, std::optional<double> scale,
+                                                             c10::string_view kernel) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel);
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
+  run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });
+  return {c.dq, c.dk, c.dv};
+}
+
+#endif  // FA2_TORCH_OPS_WITH_CUDA
+
+}  // namespace
+
+// The schemas: what torch.ops.fa2.forward / backward take and return (python/README.md, "API").
+TORCH_LIBRARY(fa2, m) {
+  m.def("forward(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale, str kernel) -> (Tensor out, Tensor lse)");
+  m.def(
+      "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool is_causal, float? scale, "
+      "str kernel) -> (Tensor dq, Tensor dk, Tensor dv)");
+}
+
+TORCH_LIBRARY_IMPL(fa2, CPU, m) {
+  m.impl("forward", &forward_cpu);
+  m.impl("backward", &backward_cpu);
+}
+
+#if FA2_TORCH_OPS_WITH_CUDA
+TORCH_LIBRARY_IMPL(fa2, CUDA, m) {
+  m.impl("forward", &forward_cuda);
+  m.impl("backward", &backward_cuda);
+}
+#endif

@@ -1,0 +1,53 @@
+"""The article's forward test, for our operator: flash_attention's output, and the L its autograd node
+saved, against PyTorch's SDPA and a float32 logsumexp, on the article's five shapes, in float32 and
+bfloat16, causal and not (causal on square shapes only, as there). Needs a CUDA GPU.
+
+    python3 -m pytest python/tests/test_article_forward.py -q -rs
+"""
+
+import math
+
+import pytest
+from fa2_test_support import FORWARD_TOL, SHAPE_IDS, SHAPES, assert_finite, flash_attention, top_left_keep, torch
+
+pytestmark = pytest.mark.cuda
+
+# step05's kernel takes both dtypes; the fast kernel bfloat16 only (D = 32, 64, 128: all five shapes).
+KERNEL_DTYPES = [("step05", "float32"), ("step05", "bfloat16"), ("fast", "bfloat16")]
+
+
+def sdpa_and_logsumexp(q, k, v, is_causal):
+    """The article's reference: SDPA's output, and L from the scores in float32."""
+    with torch.no_grad():
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        if is_causal:
+            s = s.masked_fill(~top_left_keep(s.shape[-2], s.shape[-1], s.device), float("-inf"))
+        return out, torch.logsumexp(s, dim=-1)
+
+
+@pytest.mark.parametrize("kernel,dtype_name", KERNEL_DTYPES, ids=[f"{k}-{d}" for k, d in KERNEL_DTYPES])
+@pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
+def test_forward_matches_sdpa_and_its_lse_a_float32_logsumexp(B, Nq, Nk, D, is_causal, kernel, dtype_name):
+    if is_causal and Nq != Nk:
+        pytest.skip("causal is compared on square shapes here, as in the article; test_backward.py covers N_q != N_k")
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    q = torch.randn(B, Nq, D, device="cuda", dtype=dtype, requires_grad=True)
+    k = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
+    v = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
+
+    o = flash_attention(q, k, v, is_causal=is_causal, kernel=kernel)
+    # L is not returned: the autograd node saved it for the backward, the one saved tensor of shape (B, N_q).
+    saved = [t for t in o.grad_fn.saved_tensors if t.shape == (B, Nq)]
+    assert len(saved) == 1, f"expected one saved tensor of shape {(B, Nq)}, got {[tuple(t.shape) for t in saved]}"
+    L = saved[0]
+
+    o_ref, L_ref = sdpa_and_logsumexp(q, k, v, is_causal)
+    assert o.shape == q.shape and o.dtype == dtype, f"o is {tuple(o.shape)} {o.dtype}"
+    assert L.dtype == torch.float32, f"L is {L.dtype}"
+    assert_finite("o", o)
+    assert_finite("L", L)
+    torch.testing.assert_close(o, o_ref, **FORWARD_TOL[dtype_name])
+    torch.testing.assert_close(L, L_ref, **FORWARD_TOL[dtype_name])

@@ -1,0 +1,84 @@
+"""Gradients through flash_attention (step05's backward kernel) against attention written out in
+float64: the article's shapes, float32 and bfloat16, causal and not (causal also with N_q != N_k,
+both ways: the mask is top-left, like torch's is_causal). The first test checks that float64
+reference against PyTorch's own math backend. The GPU tests need a CUDA GPU.
+
+    python3 -m pytest python/tests/test_backward.py -q -rs
+"""
+
+import pytest
+from fa2_test_support import (
+    DTYPES,
+    SHAPE_IDS,
+    SHAPES,
+    assert_gradients_close,
+    flash_attention,
+    reference_attention,
+    reference_gradients,
+    torch,
+)
+
+CAUSAL = pytest.mark.parametrize("is_causal", [False, True], ids=["full", "causal"])
+
+
+@CAUSAL
+@pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
+def test_the_float64_reference_is_pytorchs_math_attention(B, Nq, Nk, D, is_causal):
+    """The reference masks top-left as SDPA's is_causal does, also when N_q != N_k (runs on the CPU)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    torch.manual_seed(0)
+    q = torch.randn(B, Nq, D, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(B, Nk, D, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(B, Nk, D, dtype=torch.float64, requires_grad=True)
+    dout = torch.randn(B, Nq, D, dtype=torch.float64)
+    with sdpa_kernel(SDPBackend.MATH):
+        out_math = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    grads_math = torch.autograd.grad(out_math, (q, k, v), dout)
+
+    out_ref, _ = reference_attention(q, k, v, is_causal)
+    torch.testing.assert_close(out_ref, out_math, atol=1e-10, rtol=1e-10)
+    for name, got, want in zip(("dq", "dk", "dv"), reference_gradients(q, k, v, dout, is_causal), grads_math):
+        torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10, msg=lambda m, name=name: f"{name}: {m}")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype_name", DTYPES)
+@CAUSAL
+@pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
+def test_gradients_match_float64_attention(B, Nq, Nk, D, is_causal, dtype_name):
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    q = torch.randn(B, Nq, D, device="cuda", dtype=dtype, requires_grad=True)
+    k = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
+    v = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
+    dout = torch.randn(B, Nq, D, device="cuda", dtype=dtype)
+
+    out = flash_attention(q, k, v, is_causal=is_causal)
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+
+    for name, g, x in (("dq", dq, q), ("dk", dk, k), ("dv", dv, v)):
+        assert g.dtype == dtype and g.shape == x.shape, f"{name} is {tuple(g.shape)} {g.dtype}"
+    assert_gradients_close((dq, dk, dv), reference_gradients(q, k, v, dout, is_causal), dtype_name)
+    if is_causal and Nk > Nq:
+        # Keys after the last query are seen by no query (top-left mask): their gradients are exactly 0.
+        assert dk[:, Nq:].abs().max().item() == 0 and dv[:, Nq:].abs().max().item() == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype_name", DTYPES)
+def test_gradients_of_multi_head_inputs_with_an_explicit_scale(dtype_name):
+    """(B, H, N, D) inputs, N_q > N_k, causal, scale 0.3: the scale reaches both passes."""
+    dtype = getattr(torch, dtype_name)
+    torch.manual_seed(0)
+    q = torch.randn(2, 3, 77, 64, device="cuda", dtype=dtype, requires_grad=True)
+    k = torch.randn(2, 3, 45, 64, device="cuda", dtype=dtype, requires_grad=True)
+    v = torch.randn(2, 3, 45, 64, device="cuda", dtype=dtype, requires_grad=True)
+    dout = torch.randn(2, 3, 77, 64, device="cuda", dtype=dtype)
+
+    out = flash_attention(q, k, v, is_causal=True, scale=0.3)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+
+    out_ref, _ = reference_attention(q.detach(), k.detach(), v.detach(), True, scale=0.3)
+    torch.testing.assert_close(out.double(), out_ref, atol=2e-2, rtol=2e-2)
+    assert_gradients_close(grads, reference_gradients(q, k, v, dout, True, scale=0.3), dtype_name)
