@@ -238,7 +238,7 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   const std::vector<std::int64_t> l_shape = lse_shape(q);
   TORCH_CHECK(lse.scalar_type() == at::kFloat, kBackward, ": lse has dtype ", dtype_name(lse),
               "; it must be float32, the forward's lse");
-  TORCH_CHECK(lse.sizes().equals(l_shape), kBackward, ": lse.shape ", lse.sizes(),
+  TORCH_CHECK(lse.sizes().equals(at::IntArrayRef(l_shape)), kBackward, ": lse.shape ", lse.sizes(),
               " must be q.shape without its head dim, ", at::IntArrayRef(l_shape));
   TORCH_CHECK(lse.device() == q.device(), kBackward, ": lse is on ", lse.device(), " but q is on ", q.device(),
               "; every tensor must be on one device");

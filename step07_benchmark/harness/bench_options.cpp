@@ -54,9 +54,10 @@ struct Request {
 // The options, declared once for parse_options() and usage(). `keys`: what --impl and --ours take.
 cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
   Options& o = r.o;
-  cli::Parser p("step07_bench",
-                "FlashAttention-2, forward and backward: our kernels vs PyTorch SDPA vs cuBLAS standard attention, each checked\n"
-                "and then timed do_bench style on one GPU. Prints the tables; with --out, writes a CSV and plots.");
+  cli::Parser p(
+      "step07_bench",
+      "FlashAttention-2, forward and backward: our kernels vs PyTorch SDPA vs cuBLAS standard attention, each checked\n"
+      "and then timed do_bench style on one GPU. Prints the tables; with --out, writes a CSV and plots.");
   p.custom("--sweep", "LIST",
            "named problem lists: article, long, d128, full (the default: article,long,d128) or quick",
            [&r](std::string_view flag, const std::string& value) {
@@ -73,15 +74,15 @@ cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
               [&r](std::string_view flag, const std::string& value) { r.d_values = parse_int_list(flag, value); })
       .choice("--causal", r.causal, {"both", "yes", "no"},
               "which problems of the sweep: causal ones, the others, or both")
-      .custom("--pass", "LIST", "which passes to time: fwd, bwd or fwd,bwd (the default)",
-              [&r](std::string_view flag, const std::string& value) {
-                r.passes.clear();
-                for (const auto& name : cli::split_list(value)) {
-                  r.passes.push_back(cli::parse_choice(flag, name, {"fwd", "bwd"}) == 0 ? Pass::forward
-                                                                                        : Pass::backward);
-                }
-                if (r.passes.empty()) throw cli::UsageError(std::string(flag), "empty list, give fwd, bwd or fwd,bwd");
-              })
+      .custom(
+          "--pass", "LIST", "which passes to time: fwd, bwd or fwd,bwd (the default)",
+          [&r](std::string_view flag, const std::string& value) {
+            r.passes.clear();
+            for (const auto& name : cli::split_list(value)) {
+              r.passes.push_back(cli::parse_choice(flag, name, {"fwd", "bwd"}) == 0 ? Pass::forward : Pass::backward);
+            }
+            if (r.passes.empty()) throw cli::UsageError(std::string(flag), "empty list, give fwd, bwd or fwd,bwd");
+          })
       .integer("--batch", r.B, 1, 65535, "batch size B")
       .integer("--heads", r.H, 1, 65535, "heads H")
       .custom("--impl", "LIST", "only these implementation keys (--list shows them); the reference always runs",

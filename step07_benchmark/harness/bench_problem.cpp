@@ -30,7 +30,7 @@ double attention_flops(const Problem& p) {
 std::size_t io_bytes(const Problem& p) {
   const auto elems = static_cast<std::size_t>(p.qkv_elements());
   const auto rows = static_cast<std::size_t>(p.heads() * p.N);
-  const std::size_t bf16_tensors = p.backward() ? 8 : 4;  // Q, K, V, O (+ dO, dQ, dK, dV)
+  const std::size_t bf16_tensors = p.backward() ? 8 : 4;   // Q, K, V, O (+ dO, dQ, dK, dV)
   return bf16_tensors * elems * 2 + rows * sizeof(float);  // + L in float32
 }
 

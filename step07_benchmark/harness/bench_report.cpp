@@ -356,8 +356,8 @@ std::vector<Measurement> from_csv(const std::string& text) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (++line_no == 1) {
       header = split_csv_line(line);
-      for (const char* name : {"impl", "name", "B", "H", "N", "D", "causal", "status", "ms_median", "tflops", "backend",
-                               "note"}) {
+      for (const char* name :
+           {"impl", "name", "B", "H", "N", "D", "causal", "status", "ms_median", "tflops", "backend", "note"}) {
         if (!column(name)) throw std::invalid_argument(std::string("CSV header: no column '") + name + "'");
       }
       continue;

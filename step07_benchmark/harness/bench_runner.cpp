@@ -497,8 +497,7 @@ Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool tim
 // Poisoned outputs, one run, then float64 rows (forward) and the whole outputs. The reference's
 // outputs become the others' yardstick once they pass: for a forward, its float64 rows; for a
 // backward, a NaN scan (its gradients are checked against float64 by step05's tests).
-bool Runner::check_output(const std::function<void()>& run_into_outputs, bool is_ref, ProblemData& d,
-                          Measurement& m) {
+bool Runner::check_output(const std::function<void()>& run_into_outputs, bool is_ref, ProblemData& d, Measurement& m) {
   poison(d.bufs, d.p, stream_);
   run_into_outputs();
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -510,8 +509,8 @@ bool Runner::check_output(const std::function<void()>& run_into_outputs, bool is
   }
   if (is_ref && s.ok) {
     for (const auto& out : d.outputs()) {
-      FA2_CUDA_CHECK(cudaMemcpyAsync(out.reference, out.actual, d.elems * sizeof(bf16), cudaMemcpyDeviceToDevice,
-                                     stream_));
+      FA2_CUDA_CHECK(
+          cudaMemcpyAsync(out.reference, out.actual, d.elems * sizeof(bf16), cudaMemcpyDeviceToDevice, stream_));
     }
     FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
     d.have_ref = true;

@@ -94,8 +94,8 @@ class Runner {
   std::string run_reference_forward(ProblemData& d);  // a backward's O and L; "" when done
   bool check_output(const std::function<void()>& run_into_outputs, bool is_ref, ProblemData& d, Measurement& m);
   std::string compare_with_reference(ProblemData& d, Measurement& m);
-  void time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_outputs,
-                        ProblemData& d, Measurement& m);
+  void time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_outputs, ProblemData& d,
+                        Measurement& m);
   void record_peak_memory(const Implementation& impl, const PreparedRun& run, const ProblemData& d,
                           Measurement& m) const;
   void log_measurement(const Measurement& m, bool is_ref, bool timed);

@@ -31,13 +31,12 @@ struct BackwardWork {
       : d_rows(static_cast<std::size_t>(p.heads() * p.N)), dq_accum(static_cast<std::size_t>(p.qkv_elements())) {
     const Extents<3> shape{p.heads(), p.N, p.D};
     const Extents<2> rows{p.heads(), p.N};
-    args = make_flash_bwd_args<bf16>(
-        TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
-        TensorView<const bf16, 3>(b.v, shape), TensorView<const bf16, 3>(b.o, shape),
-        TensorView<const float, 2>(b.l, rows), TensorView<const bf16, 3>(b.dout, shape),
-        TensorView<float, 2>(d_rows.data(), rows), TensorView<bf16, 3>(b.dq, shape),
-        TensorView<float, 3>(dq_accum.data(), shape), TensorView<bf16, 3>(b.dk, shape), TensorView<bf16, 3>(b.dv, shape),
-        p.causal);
+    args = make_flash_bwd_args<bf16>(TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
+                                     TensorView<const bf16, 3>(b.v, shape), TensorView<const bf16, 3>(b.o, shape),
+                                     TensorView<const float, 2>(b.l, rows), TensorView<const bf16, 3>(b.dout, shape),
+                                     TensorView<float, 2>(d_rows.data(), rows), TensorView<bf16, 3>(b.dq, shape),
+                                     TensorView<float, 3>(dq_accum.data(), shape), TensorView<bf16, 3>(b.dk, shape),
+                                     TensorView<bf16, 3>(b.dv, shape), p.causal);
   }
 };
 
@@ -45,8 +44,7 @@ struct BackwardWork {
 
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
                                     std::function<std::string(const Problem&)> unsupported,
-                                    std::function<std::string(const FlashFwdArgs&)> refuses,
-                                    CudaBwdLaunchFn backward) {
+                                    std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward) {
   if (fn == nullptr) throw std::invalid_argument("flash_implementation(" + key + "): null launcher");
   Implementation impl;
   impl.name = std::move(name);

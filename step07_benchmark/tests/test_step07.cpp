@@ -258,8 +258,8 @@ TEST_SUITE("options") {
   }
 
   TEST_CASE("sweeps combine without duplicates and --causal filters them") {
-    Options o = parse_options(
-        std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes", "--pass=fwd"}, kKeys);
+    Options o =
+        parse_options(std::vector<std::string>{"--sweep=article,long,article", "--causal", "yes", "--pass=fwd"}, kKeys);
     CHECK(o.problems.size() == 6);
     for (const auto& p : o.problems) CHECK(p.causal);
     o = parse_options(
@@ -516,8 +516,8 @@ TEST_SUITE("report") {
     REQUIRE(old.size() == 1);
     CHECK_FALSE(old[0].problem.backward());
     CHECK(old[0].tflops == doctest::Approx(235.2));
-    const std::string bad_pass = fa2::bench::to_csv({m}, "g").replace(fa2::bench::to_csv({m}, "g").find(",bwd,"), 5,
-                                                                       ",sideways,");
+    const std::string bad_pass =
+        fa2::bench::to_csv({m}, "g").replace(fa2::bench::to_csv({m}, "g").find(",bwd,"), 5, ",sideways,");
     CHECK_THROWS_WITH_AS(fa2::bench::from_csv(bad_pass), doctest::Contains("pass 'sideways'"), std::invalid_argument);
   }
 }
