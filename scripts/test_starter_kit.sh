@@ -138,7 +138,7 @@ else
 fi
 # Each exercise step fails, with its own TODO or an earlier step's (step04 uses step03's code).
 for step in step01 step02 step03 step04 step05; do
-  if ctest --test-dir "$kit_build" -L "^${step}$" -LE "compile_fail|cli" > "$work/kit_${step}.log" 2>&1; then
+  if ctest --test-dir "$kit_build" -L "^${step}$" -LE "compile_fail|cli" --output-on-failure > "$work/kit_${step}.log" 2>&1; then
     fail "the kit's $step tests pass, but its solution regions are TODOs"
   elif grep -q "TODO(step" "$work/kit_${step}.log"; then
     echo "ok: $step fails in the kit with $(grep -o 'TODO(step[0-9]*)' "$work/kit_${step}.log" | sort -u | tr '\n' ' ')"
