@@ -4,8 +4,9 @@
 # machine). Uses preset sm90 (Hopper); set FA2_PRESET for another, e.g. default.
 #
 #   scripts/gpu_session.sh test     [OUT]  configure (with PyTorch when python3 has it), build
-#                                          everything, every test with FA2_REQUIRE_GPU=1, and the
-#                                          SASS of the fast kernels (no local memory allowed)
+#                                          everything, every test with FA2_REQUIRE_GPU=1, the SASS
+#                                          of the fast kernels (no local memory allowed), and the
+#                                          PyTorch operators' pytest suite and example when built
 #   scripts/gpu_session.sh sanitize [OUT]  compute-sanitizer (memcheck, racecheck) on the GPU
 #                                          suites, and racecheck on step05's kernel without its
 #                                          barrier (it must report the race)
@@ -19,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -83,6 +84,17 @@ phase_test() {
     END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
   ' | sort -k9 > "$out/sass_counts.txt"
   echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$7 > 0' "$out/sass_counts.txt" | wc -l)"
+
+  if [ ! -f "$build/python/libfa2_torch_ops.so" ]; then
+    log "PyTorch operators: not built (python3 cannot import torch), their tests not run"
+    return 0
+  fi
+  log "PyTorch operators (python/): pytest with FA2_REQUIRE_GPU=1, then python/example.py"
+  FA2_TORCH_OPS="$build/python/libfa2_torch_ops.so" FA2_REQUIRE_GPU=1 python3 -m pytest python/tests -q -rs \
+    -p no:cacheprovider > "$out/pytest.log" 2>&1 || status=1
+  tail -n 3 "$out/pytest.log"
+  FA2_TORCH_OPS="$build/python/libfa2_torch_ops.so" python3 python/example.py > "$out/example.txt" 2>&1 || status=1
+  cat "$out/example.txt"
 }
 
 phase_sanitize() {

@@ -116,7 +116,12 @@ int bench(int argc, char** argv) {
   };
   write_csv({});  // now, so that an --out that cannot be written fails before the measurements, not after
 
-  std::cout << "step07_bench: FlashAttention-2 forward, " << today() << "\n" << info.describe();
+  const bool any_backward =
+      std::any_of(opt.problems.begin(), opt.problems.end(), [](const Problem& p) { return p.backward(); });
+  const bool any_forward =
+      std::any_of(opt.problems.begin(), opt.problems.end(), [](const Problem& p) { return !p.backward(); });
+  const char* passes = any_forward && any_backward ? "forward and backward" : any_backward ? "backward" : "forward";
+  std::cout << "step07_bench: FlashAttention-2 " << passes << ", " << today() << "\n" << info.describe();
   std::cout << torch.detail << "\n";
   std::string sweeps;
   for (const auto& s : opt.sweep_names) sweeps += (sweeps.empty() ? "" : ",") + s;

@@ -294,8 +294,10 @@ TEST_SUITE("gpu") {
         CHECK(m.tflops > 0.0);
         REQUIRE(m.peak_bytes.has_value());
         CHECK(*m.peak_bytes >= static_cast<double>(io_bytes(m.problem)));  // dO and the gradients included
+        // The reference against its own first run: dQ's float32 atomics add in another order each
+        // run, so the gradients after timing differ from those before by a few float32 roundings.
         REQUIRE(m.max_err_ref.has_value());
-        CHECK(*m.max_err_ref == 0.0);  // the reference against itself, after a NaN scan
+        CHECK(*m.max_err_ref <= 1e-5);
       } else {
         CHECK(m.status == Status::unsupported);
         CHECK(m.note.find("no backward pass") != std::string::npos);
