@@ -62,6 +62,20 @@ def dtype_of(name):
     return getattr(torch, name)
 
 
+def attention_inputs(q_shape, kv_shape, dtype, device="cpu", seed=0):
+    """Standard-normal q of q_shape, k and v of kv_shape, and an upstream gradient dout like q, drawn
+    from a generator of their own (`seed`), so that a test's inputs do not depend on which tests
+    ran before it. q, k and v are leaves that require grad."""
+    generator = torch.Generator(device=device)
+    generator.manual_seed(seed)
+
+    def draw(shape):
+        return torch.randn(shape, generator=generator, device=device, dtype=dtype)
+
+    q, k, v = (draw(shape).requires_grad_() for shape in (q_shape, kv_shape, kv_shape))
+    return q, k, v, draw(q_shape)
+
+
 def top_left_keep(n_q, n_k, device):
     """(N_q, N_k) boolean: query i sees key j when j <= i (torch's is_causal convention)."""
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()

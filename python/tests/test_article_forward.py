@@ -9,7 +9,16 @@ non-square ones too, against SDPA given the top-left mask itself. Needs a CUDA G
 import math
 
 import pytest
-from fa2_test_support import FORWARD_TOL, SHAPE_IDS, SHAPES, assert_finite, flash_attention, top_left_keep, torch
+from fa2_test_support import (
+    FORWARD_TOL,
+    SHAPE_IDS,
+    SHAPES,
+    assert_finite,
+    attention_inputs,
+    flash_attention,
+    top_left_keep,
+    torch,
+)
 
 pytestmark = pytest.mark.cuda
 
@@ -24,10 +33,19 @@ def sdpa_and_logsumexp(q, k, v, is_causal):
         # is_causal=True: the reference states the convention instead of relying on SDPA's.
         keep = top_left_keep(q.shape[-2], k.shape[-2], q.device) if is_causal else None
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-        s = (q.float() @ k.float().transpose(-1, -2)) / math.sqrt(q.shape[-1])
-        if is_causal:
-            s = s.masked_fill(~keep, float("-inf"))
-        return out, torch.logsumexp(s, dim=-1)
+        scores = torch.einsum("bqd,bkd->bqk", q.float(), k.float()) / math.sqrt(q.shape[-1])
+        if keep is not None:
+            scores = scores.masked_fill(keep.logical_not(), -math.inf)
+        return out, scores.logsumexp(dim=-1)
+
+
+def saved_row_statistic(out, rows):
+    """L, which flash_attention does not return: the one tensor of shape `rows` = (B, N_q) that the
+    autograd node of `out` keeps for the backward."""
+    candidates = [kept for kept in out.grad_fn.saved_tensors if tuple(kept.shape) == rows]
+    shapes = [tuple(kept.shape) for kept in out.grad_fn.saved_tensors]
+    assert len(candidates) == 1, f"the autograd node should keep one tensor of shape {rows}; it keeps {shapes}"
+    return candidates[0]
 
 
 @pytest.mark.parametrize("kernel,dtype_name", KERNEL_DTYPES, ids=[f"{k}-{d}" for k, d in KERNEL_DTYPES])
@@ -35,16 +53,10 @@ def sdpa_and_logsumexp(q, k, v, is_causal):
 @pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
 def test_forward_matches_sdpa_and_its_lse_a_float32_logsumexp(B, Nq, Nk, D, is_causal, kernel, dtype_name):
     dtype = getattr(torch, dtype_name)
-    torch.manual_seed(0)
-    q = torch.randn(B, Nq, D, device="cuda", dtype=dtype, requires_grad=True)
-    k = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
-    v = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
+    q, k, v, _ = attention_inputs((B, Nq, D), (B, Nk, D), dtype, device="cuda")
 
     o = flash_attention(q, k, v, is_causal=is_causal, kernel=kernel)
-    # L is not returned: the autograd node saved it for the backward, the one saved tensor of shape (B, N_q).
-    saved = [t for t in o.grad_fn.saved_tensors if t.shape == (B, Nq)]
-    assert len(saved) == 1, f"expected one saved tensor of shape {(B, Nq)}, got {[tuple(t.shape) for t in saved]}"
-    L = saved[0]
+    L = saved_row_statistic(o, (B, Nq))
 
     o_ref, L_ref = sdpa_and_logsumexp(q, k, v, is_causal)
     assert o.shape == q.shape and o.dtype == dtype, f"o is {tuple(o.shape)} {o.dtype}"

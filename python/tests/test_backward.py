@@ -12,6 +12,7 @@ from fa2_test_support import (
     SHAPE_IDS,
     SHAPES,
     assert_gradients_close,
+    attention_inputs,
     flash_attention,
     reference_attention,
     reference_gradients,
@@ -27,11 +28,7 @@ def test_the_float64_reference_is_pytorchs_math_attention(B, Nq, Nk, D, is_causa
     """The reference masks top-left as SDPA's is_causal does, also when N_q != N_k (runs on the CPU)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    torch.manual_seed(0)
-    q = torch.randn(B, Nq, D, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(B, Nk, D, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(B, Nk, D, dtype=torch.float64, requires_grad=True)
-    dout = torch.randn(B, Nq, D, dtype=torch.float64)
+    q, k, v, dout = attention_inputs((B, Nq, D), (B, Nk, D), torch.float64)
     with sdpa_kernel(SDPBackend.MATH):
         out_math = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
     grads_math = torch.autograd.grad(out_math, (q, k, v), dout)
@@ -48,11 +45,7 @@ def test_the_float64_reference_is_pytorchs_math_attention(B, Nq, Nk, D, is_causa
 @pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
 def test_gradients_match_float64_attention(B, Nq, Nk, D, is_causal, dtype_name):
     dtype = getattr(torch, dtype_name)
-    torch.manual_seed(0)
-    q = torch.randn(B, Nq, D, device="cuda", dtype=dtype, requires_grad=True)
-    k = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
-    v = torch.randn(B, Nk, D, device="cuda", dtype=dtype, requires_grad=True)
-    dout = torch.randn(B, Nq, D, device="cuda", dtype=dtype)
+    q, k, v, dout = attention_inputs((B, Nq, D), (B, Nk, D), dtype, device="cuda")
 
     out = flash_attention(q, k, v, is_causal=is_causal)
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
@@ -70,11 +63,7 @@ def test_gradients_match_float64_attention(B, Nq, Nk, D, is_causal, dtype_name):
 def test_gradients_of_multi_head_inputs_with_an_explicit_scale(dtype_name):
     """(B, H, N, D) inputs, N_q > N_k, causal, scale 0.3: the scale reaches both passes."""
     dtype = getattr(torch, dtype_name)
-    torch.manual_seed(0)
-    q = torch.randn(2, 3, 77, 64, device="cuda", dtype=dtype, requires_grad=True)
-    k = torch.randn(2, 3, 45, 64, device="cuda", dtype=dtype, requires_grad=True)
-    v = torch.randn(2, 3, 45, 64, device="cuda", dtype=dtype, requires_grad=True)
-    dout = torch.randn(2, 3, 77, 64, device="cuda", dtype=dtype)
+    q, k, v, dout = attention_inputs((2, 3, 77, 64), (2, 3, 45, 64), dtype, device="cuda")
 
     out = flash_attention(q, k, v, is_causal=True, scale=0.3)
     grads = torch.autograd.grad(out, (q, k, v), dout)

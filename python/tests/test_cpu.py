@@ -11,6 +11,7 @@ from fa2_test_support import (
     assert_finite,
     assert_forward_close,
     assert_gradients_close,
+    attention_inputs,
     flash_attention,
     reference_attention,
     reference_gradients,
@@ -23,11 +24,8 @@ CPU_SHAPE_IDS = [f"B{b}-H{h}-Nq{nq}-Nk{nk}-D{d}" for b, h, nq, nk, d in CPU_SHAP
 
 
 def random_inputs(B, H, Nq, Nk, D, dtype):
-    torch.manual_seed(0)
-    q = torch.randn(B, H, Nq, D, dtype=dtype, requires_grad=True)
-    k = torch.randn(B, H, Nk, D, dtype=dtype, requires_grad=True)
-    v = torch.randn(B, H, Nk, D, dtype=dtype, requires_grad=True)
-    return q, k, v
+    """q, k, v and dout of (B, H, N, D) on the CPU (attention_inputs)."""
+    return attention_inputs((B, H, Nq, D), (B, H, Nk, D), dtype)
 
 
 @pytest.mark.parametrize("dtype_name", DTYPES)
@@ -35,7 +33,7 @@ def random_inputs(B, H, Nq, Nk, D, dtype):
 @pytest.mark.parametrize("B,H,Nq,Nk,D", CPU_SHAPES, ids=CPU_SHAPE_IDS)
 def test_cpu_forward_matches_sdpa_and_float64(B, H, Nq, Nk, D, is_causal, dtype_name):
     dtype = getattr(torch, dtype_name)
-    q, k, v = random_inputs(B, H, Nq, Nk, D, dtype)
+    q, k, v, _ = random_inputs(B, H, Nq, Nk, D, dtype)
 
     out = flash_attention(q, k, v, is_causal=is_causal)
     assert out.device.type == "cpu" and out.dtype == dtype and out.shape == q.shape
@@ -55,8 +53,7 @@ def test_cpu_forward_matches_sdpa_and_float64(B, H, Nq, Nk, D, is_causal, dtype_
 @pytest.mark.parametrize("B,H,Nq,Nk,D", CPU_SHAPES, ids=CPU_SHAPE_IDS)
 def test_cpu_gradients_match_float64(B, H, Nq, Nk, D, is_causal, dtype_name):
     dtype = getattr(torch, dtype_name)
-    q, k, v = random_inputs(B, H, Nq, Nk, D, dtype)
-    dout = torch.randn(B, H, Nq, D, dtype=dtype)
+    q, k, v, dout = random_inputs(B, H, Nq, Nk, D, dtype)
 
     out = flash_attention(q, k, v, is_causal=is_causal)
     assert_finite("out", out.detach())
