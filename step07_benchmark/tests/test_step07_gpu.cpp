@@ -33,6 +33,23 @@ namespace {
 // bf16 outputs: a few bf16 ulps around 1 (2^-8 = 0.0039), as the harness uses.
 const Tolerance kTol{2e-2, 2e-2};
 
+// A runner with every registered implementation and a short timing budget (the runner tests
+// check what it records, not how fast), on fresh inputs; its log goes to `log`.
+Runner quick_runner(std::ostringstream& log) {
+  RunnerConfig config;
+  config.budget.warmup_ms = 1.0;
+  config.budget.rep_ms = 5.0;
+  config.seed = fresh_seed();
+  return Runner(assemble_registry({}), config, log);
+}
+
+// Two small problems with ragged tiles, non-causal then causal.
+std::vector<Problem> small_problems(Pass pass) {
+  std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
+  for (auto& p : problems) p.pass = pass;
+  return problems;
+}
+
 struct DeviceProblem {
   Problem p;
   Tensor<bf16, 3> Q, K, V;
@@ -249,13 +266,9 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("the runner checks then times and records ours and cuBLAS on a small problem") {
     FA2_SKIP_WITHOUT_GPU();
-    RunnerConfig config;
-    config.budget.warmup_ms = 1.0;
-    config.budget.rep_ms = 5.0;
-    config.seed = fresh_seed();
     std::ostringstream log;
-    Runner runner(assemble_registry({}), config, log);
-    const std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
+    Runner runner = quick_runner(log);
+    const std::vector<Problem> problems = small_problems(Pass::forward);
     const auto results = runner.run(problems, {fa2::variants::kStep05Key, "ours64x64", "cublas"});
     INFO(log.str());
     REQUIRE(results.size() == 6);
@@ -275,14 +288,9 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("the runner times ours16's backward, checks its gradients, and says which implementations have none") {
     FA2_SKIP_WITHOUT_GPU();
-    RunnerConfig config;
-    config.budget.warmup_ms = 1.0;
-    config.budget.rep_ms = 5.0;
-    config.seed = fresh_seed();
     std::ostringstream log;
-    Runner runner(assemble_registry({}), config, log);
-    std::vector<Problem> problems = {{1, 2, 200, 64, false}, {1, 2, 200, 64, true}};
-    for (auto& p : problems) p.pass = Pass::backward;
+    Runner runner = quick_runner(log);
+    const std::vector<Problem> problems = small_problems(Pass::backward);
     const auto results = runner.run(problems, {fa2::variants::kStep05Key, "v5", "cublas"});
     INFO(log.str());
     REQUIRE(results.size() == 6);

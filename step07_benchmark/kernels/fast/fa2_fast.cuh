@@ -355,6 +355,12 @@ struct KeyStream {
   }
   // A warp whose queries all come before a tile's first key has nothing to do with that tile.
   __device__ __forceinline__ bool sees(int j) const { return !Cfg::CAUSAL || j * Cfg::BLOCK_N <= last_query_of_warp; }
+  // S_j = Q K_j^T for this warp's rows, masked (mask_scores): K_j must have landed.
+  __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
+                                         const WarpPlace& w) const {
+    compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
+    mask_scores<Cfg>(s, j * Cfg::BLOCK_N, p.N_KEYS, w);
+  }
 };
 
 template <class Cfg>
@@ -397,10 +403,7 @@ __device__ __forceinline__ void key_loop_overlapped(const KeyStream<Cfg>& ks, in
   __syncthreads();
   load_q_fragments<Cfg>(qf, sQ, w);
   ScoreFrags<Cfg> s;
-  if (ks.sees(0)) {
-    compute_scores<Cfg>(s, qf, sQ, ks.K_stage(0), w);
-    mask_scores<Cfg>(s, 0, ks.p.N_KEYS, w);
-  }
+  if (ks.sees(0)) ks.scores(s, 0, qf, sQ, w);
   for (int j = 0; j < n_tiles; ++j) {
     const bool has_next = j + 1 < n_tiles;
     // K_{j+1} has landed (only V_j may still be in flight); K_j's stage was last read when
@@ -410,10 +413,8 @@ __device__ __forceinline__ void key_loop_overlapped(const KeyStream<Cfg>& ks, in
     if (j + 2 < n_tiles) ks.load_K(j + 2);
     cp_async_commit();
     ScoreFrags<Cfg> s_next;
-    if (has_next && ks.sees(j + 1)) {  // independent of the softmax below: the two overlap
-      compute_scores<Cfg>(s_next, qf, sQ, ks.K_stage(j + 1), w);
-      mask_scores<Cfg>(s_next, (j + 1) * BN, ks.p.N_KEYS, w);
-    }
+    // S_{j+1} does not depend on the softmax of tile j below: the two overlap.
+    if (has_next && ks.sees(j + 1)) ks.scores(s_next, j + 1, qf, sQ, w);
     if (ks.sees(j)) online_softmax<Cfg>(s, st, ks.p.scale_log2);
     // V_j has landed (only K_{j+2} may still be in flight); V_{j-1}'s stage is free.
     cp_async_wait<1>();
@@ -450,8 +451,7 @@ __device__ __forceinline__ void key_loop_split_waits(const KeyStream<Cfg>& ks, i
     if (j == 0) load_q_fragments<Cfg>(qf, sQ, w);
     ScoreFrags<Cfg> s;
     if (ks.sees(j)) {
-      compute_scores<Cfg>(s, qf, sQ, ks.K_stage(j), w);
-      mask_scores<Cfg>(s, j * Cfg::BLOCK_N, ks.p.N_KEYS, w);
+      ks.scores(s, j, qf, sQ, w);
       online_softmax<Cfg>(s, st, ks.p.scale_log2);
     }
     // V_j has landed (only K_{j+1} may still be in flight); the other V stage held V_{j-1},
@@ -488,8 +488,7 @@ __device__ __forceinline__ void key_loop_joint_wait(const KeyStream<Cfg>& ks, in
     if (j == 0) load_q_fragments<Cfg>(qf, sQ, w);
     ScoreFrags<Cfg> s;
     if (ks.sees(j)) {
-      compute_scores<Cfg>(s, qf, sQ, ks.K_stage(j), w);
-      mask_scores<Cfg>(s, j * Cfg::BLOCK_N, ks.p.N_KEYS, w);
+      ks.scores(s, j, qf, sQ, w);
       online_softmax<Cfg>(s, st, ks.p.scale_log2);
       accumulate_pv<Cfg>(st, s, ks.V_stage(j), w.lane);
     }
