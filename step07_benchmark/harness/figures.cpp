@@ -114,6 +114,10 @@ class Svg {
       y += 17;
     }
   }
+  // Lines of explanation under a figure, from the left margin, `step` apart, the first at `y`.
+  void notes(double y, const std::vector<std::string>& lines, double size = 12, double step = 17) {
+    for (std::size_t i = 0; i < lines.size(); ++i) text(20, y + static_cast<double>(i) * step, lines[i], size);
+  }
   std::string finish() {
     o_ << "</svg>\n";
     return o_.str();
@@ -449,18 +453,12 @@ std::string fragment_layout_svg() {
     x0 += p.cols * cw + gap;
   }
   const double ny = top + 16 * ch + 70;
-  s.text(20, ny,
-         "Why P never leaves the registers: lane T holds the same (row, column) pairs of S (C tiles 2kk and 2kk+1) "
-         "as the A operand of P V needs (a[0..3]),",
-         12);
-  s.text(20, ny + 17,
-         "so accumulate_pv packs d[0],d[1] -> a[0], d[2],d[3] -> a[1] of tile 2kk and the same of tile 2kk+1 "
-         "-> a[2], a[3] with no shuffle and no shared memory.",
-         12);
-  s.text(20, ny + 34,
-         "step05's WMMA fragments have no documented layout, which is why its products pass S, P and O "
-         "through shared memory (tile_dot_device.cuh).",
-         12);
+  s.notes(ny, {"Why P never leaves the registers: lane T holds the same (row, column) pairs of S (C tiles 2kk and "
+               "2kk+1) as the A operand of P V needs (a[0..3]),",
+               "so accumulate_pv packs d[0],d[1] -> a[0], d[2],d[3] -> a[1] of tile 2kk and the same of tile 2kk+1 "
+               "-> a[2], a[3] with no shuffle and no shared memory.",
+               "step05's WMMA fragments have no documented layout, which is why its products pass S, P and O "
+               "through shared memory (tile_dot_device.cuh)."});
   return s.finish();
 }
 
@@ -523,22 +521,14 @@ std::string ldmatrix_svg() {
   element_panel(true);
 
   const double ny = top + 16 * rh + 36;
-  s.text(20, ny,
-         "Lane l gives the address of row l % 8 of matrix l / 8. In the A order the four matrices are "
-         "(rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1), (rows 8-15, chunk 1):",
-         12);
-  s.text(20, ny + 17,
-         "lane T then holds exactly a[0..3] of mma_bf16_16816's A fragment. In the K order, r[0], r[1] are "
-         "b0, b1 of keys 0-7 and r[2], r[3] those of keys 8-15.",
-         12);
-  s.text(20, ny + 34,
-         "With .trans on V (stored key x d), the same A order gives b0, b1 of d 0-7 and of d 8-15: "
-         "step07_figures_tests checks all three against the fragment table, lane by lane.",
-         12);
-  s.text(20, ny + 51,
-         "Every row address must be 16-byte aligned; the eight addresses of one matrix are read in one "
-         "pass when their 16-byte chunks fall on different banks (see swizzle_banks.svg).",
-         12);
+  s.notes(ny, {"Lane l gives the address of row l % 8 of matrix l / 8. In the A order the four matrices are "
+               "(rows 0-7, chunk 0), (rows 8-15, chunk 0), (rows 0-7, chunk 1), (rows 8-15, chunk 1):",
+               "lane T then holds exactly a[0..3] of mma_bf16_16816's A fragment. In the K order, r[0], r[1] are "
+               "b0, b1 of keys 0-7 and r[2], r[3] those of keys 8-15.",
+               "With .trans on V (stored key x d), the same A order gives b0, b1 of d 0-7 and of d 8-15: "
+               "step07_figures_tests checks all three against the fragment table, lane by lane.",
+               "Every row address must be 16-byte aligned; the eight addresses of one matrix are read in one "
+               "pass when their 16-byte chunks fall on different banks (see swizzle_banks.svg)."});
   return s.finish();
 }
 
@@ -681,15 +671,11 @@ std::string cp_async_pipeline_svg(const std::vector<Measurement>& results, const
       const double d = std::round((now / before - 1.0) * 100.0);
       return (d > 0 ? "+" : "") + fixed(d, 0) + "%";
     };
-    s.text(20, y0 + 4,
-           "Measured (" + p.label() + "): v5.2 " + fixed(v52, 1) + " -> v5.3 " + fixed(v53, 1) + " TFLOP/s (" +
-               pct(v53, v52) + "); v5.5 " + fixed(v55, 1) + " against v5.4's " + fixed(v54, 1) + " (" + pct(v55, v54) +
-               ").",
-           12);
-    s.text(20, y0 + 21,
-           "The picture leaves out what v5.5's second __syncthreads() per tile costs; on the GPU the overlap it buys "
-           "did not pay for it.",
-           12);
+    s.notes(y0 + 4, {"Measured (" + p.label() + "): v5.2 " + fixed(v52, 1) + " -> v5.3 " + fixed(v53, 1) +
+                         " TFLOP/s (" + pct(v53, v52) + "); v5.5 " + fixed(v55, 1) + " against v5.4's " +
+                         fixed(v54, 1) + " (" + pct(v55, v54) + ").",
+                     "The picture leaves out what v5.5's second __syncthreads() per tile costs; on the GPU the "
+                     "overlap it buys did not pay for it."});
   }
   return s.finish();
 }
@@ -738,18 +724,12 @@ std::string causal_alignment_svg() {
     s.close_group();
     x0 += 250;
   }
-  s.text(20, 292,
-         "The two agree when N_q = N_k. Bottom-right with N_q > N_k leaves the first N_q - N_k queries with no "
-         "visible key: the masked-row case of GUIDE.md.",
-         12);
-  s.text(20, 309,
-         "For such a row step05's -1e6 sentinel would average the masked values and v5's -inf would store "
-         "0 x (1 / 0) = NaN;",
-         12);
-  s.text(20, 326,
-         "the flash-attn library stores 0 and an infinite logsumexp. With our top-left mask every query sees "
-         "key 0, so no row is ever empty.",
-         12);
+  s.notes(292, {"The two agree when N_q = N_k. Bottom-right with N_q > N_k leaves the first N_q - N_k queries with "
+                "no visible key: the masked-row case of GUIDE.md.",
+                "For such a row step05's -1e6 sentinel would average the masked values and v5's -inf would store "
+                "0 x (1 / 0) = NaN;",
+                "the flash-attn library stores 0 and an infinite logsumexp. With our top-left mask every query sees "
+                "key 0, so no row is ever empty."});
   return s.finish();
 }
 
@@ -867,18 +847,14 @@ std::string roofline_svg(const std::vector<RooflinePoint>& points, const Ceiling
   s.text(label_x, top - 12, "at " + grouped(fused_intensity) + " FLOP/B", 11, "start", "font-weight=\"bold\"");
   s.text(label_x + 190, top - 12, "TFLOP/s", 11, "end", "font-weight=\"bold\"");
   const double fy = top + ph + 64;
-  s.text(20, fy,
-         "Bytes: a fused kernel moves at least Q, K, V, O (bf16) and L (fp32), " + grouped(min_traffic_bytes(p)) +
-             " bytes for " + grouped(attention_flops(p)) + " FLOPs;",
-         11.5);
-  s.text(20, fy + 16,
-         "cuBLAS attention also writes S and P and reads each back once: 4 x " +
-             grouped(static_cast<double>(score_matrix_bytes(p))) + " bytes more.",
-         11.5);
-  s.text(20, fy + 32,
-         "Every fused point lies far right of the ridge: the roof above it is the matrix rate, and the gap "
-         "below it is time lost to latency and instructions, not to memory.",
-         11.5);
+  s.notes(fy,
+          {"Bytes: a fused kernel moves at least Q, K, V, O (bf16) and L (fp32), " + grouped(min_traffic_bytes(p)) +
+               " bytes for " + grouped(attention_flops(p)) + " FLOPs;",
+           "cuBLAS attention also writes S and P and reads each back once: 4 x " +
+               grouped(static_cast<double>(score_matrix_bytes(p))) + " bytes more.",
+           "Every fused point lies far right of the ridge: the roof above it is the matrix rate, and the gap "
+           "below it is time lost to latency and instructions, not to memory."},
+          11.5, 16);
   return s.finish();
 }
 
