@@ -1,5 +1,6 @@
 // The step05 backward on the GPU: the same three bodies as the host path, launched by
-// DeviceLauncher on one stream, plus the host-tensor convenience wrapper.
+// DeviceLauncher on one stream, plus the host-tensor convenience wrappers (for any backward
+// launcher, and for this one).
 //   ctest -L backward   (tests/test_flash_bwd_gpu.cu)
 #include "common/cuda/device_buffer.hpp"
 #include "step04_weighted_sum/launch_device.cuh"
@@ -15,10 +16,10 @@ void flash_bwd_cuda(const FlashBwdArgs& args, cudaStream_t stream) {
 }
 
 template <class T>
-FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                                TensorView<const T, 3> V, TensorView<const T, 3> O,
-                                                TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<float> scale) {
+FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, TensorView<const T, 3> Q,
+                                                   TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                                   TensorView<const T, 3> O, TensorView<const float, 2> L,
+                                                   TensorView<const T, 3> dO, bool causal, std::optional<float> scale) {
   // Each input keeps its layout (strides included) on the device.
   const auto upload = []<class E, int Rank>(TensorView<const E, Rank> x) {
     auto staged = Tensor<E, Rank>::strided(x.shape(), x.strides());
@@ -33,10 +34,10 @@ FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, Tensor
   cuda::DeviceTensor<T, 3> dev_dQ(grads.dQ), dev_dK(grads.dK), dev_dV(grads.dV);
   cuda::DeviceTensor<float, 2> dev_D_rows(work.D_rows);
   cuda::DeviceTensor<float, 3> dev_dQ_accum(work.dQ_accum);
-  flash_bwd_cuda(make_flash_bwd_args<T>(dev_Q.view(), dev_K.view(), dev_V.view(), dev_O.view(), dev_L.view(),
-                                        dev_dO.view(), dev_D_rows.view(), dev_dQ.view(), dev_dQ_accum.view(),
-                                        dev_dK.view(), dev_dV.view(), causal, scale),
-                 nullptr);
+  launch(make_flash_bwd_args<T>(dev_Q.view(), dev_K.view(), dev_V.view(), dev_O.view(), dev_L.view(), dev_dO.view(),
+                                dev_D_rows.view(), dev_dQ.view(), dev_dQ_accum.view(), dev_dK.view(), dev_dV.view(),
+                                causal, scale),
+         nullptr);
   FA2_CUDA_CHECK(cudaDeviceSynchronize());
   dev_dQ.download_to(grads.dQ);
   dev_dK.download_to(grads.dK);
@@ -44,6 +45,20 @@ FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, Tensor
   return grads;
 }
 
+template <class T>
+FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                                TensorView<const T, 3> V, TensorView<const T, 3> O,
+                                                TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
+                                                std::optional<float> scale) {
+  return run_backward_with_device_tensors<T>(&flash_bwd_cuda, Q, K, V, O, L, dO, causal, scale);
+}
+
+template FlashGradients<float> run_backward_with_device_tensors<float>(
+    CudaBwdLaunchFn, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
+    TensorView<const float, 3>, TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>);
+template FlashGradients<bf16> run_backward_with_device_tensors<bf16>(
+    CudaBwdLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
+    TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>);
 template FlashGradients<float> flash_attention_backward_cuda<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
     TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>);

@@ -15,8 +15,17 @@ namespace fa2 {
 // `args` are device memory.
 void flash_bwd_cuda(const FlashBwdArgs& args, cudaStream_t stream = nullptr);
 
-// Copies Q, K, V, O, L, dO (host tensors, any strides) to the GPU, runs the backward into
-// NaN-poisoned gradients and workspaces, waits, and returns dQ, dK, dV on the host.
+// Copies Q, K, V, O, L, dO (host tensors, any strides) to the GPU, runs `launch` (a backward
+// with flash_bwd_cuda's signature, e.g. step07's fast one) into NaN-poisoned gradients and
+// workspaces, waits, and returns dQ, dK, dV on the host.
+template <class T>
+FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, TensorView<const T, 3> Q,
+                                                   TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                                   TensorView<const T, 3> O, TensorView<const float, 2> L,
+                                                   TensorView<const T, 3> dO, bool causal,
+                                                   std::optional<float> scale = std::nullopt);
+
+// The same with this backward (flash_bwd_cuda).
 template <class T>
 FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> O,

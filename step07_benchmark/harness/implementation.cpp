@@ -1,4 +1,5 @@
-// flash_implementation(): wraps a launcher with flash_fwd_cuda's signature as a registry entry;
+// flash_implementation(): wraps a forward launcher with flash_fwd_cuda's signature, a backward
+// launcher with flash_bwd_cuda's, or both, as a registry entry;
 // kernel_implementations(): one for every row of the variants table.
 #include "step07_benchmark/harness/implementation.hpp"
 
@@ -45,13 +46,15 @@ struct BackwardWork {
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
                                     std::function<std::string(const Problem&)> unsupported,
                                     std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward) {
-  if (fn == nullptr) throw std::invalid_argument("flash_implementation(" + key + "): null launcher");
+  if (fn == nullptr && backward == nullptr)
+    throw std::invalid_argument("flash_implementation(" + key + "): no launcher");
   Implementation impl;
   impl.name = std::move(name);
   impl.key = std::move(key);
   impl.family = std::move(family);
-  impl.unsupported = [unsupported, has_backward = backward != nullptr](const Problem& p) {
+  impl.unsupported = [unsupported, has_forward = fn != nullptr, has_backward = backward != nullptr](const Problem& p) {
     if (p.backward() && !has_backward) return std::string("no backward pass");
+    if (!p.backward() && !has_forward) return std::string("backward only");
     return unsupported ? unsupported(p) : std::string();
   };
   // Forward: O and L only, nothing else. Backward: D_i and the float32 dQ accumulator.
@@ -84,7 +87,7 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
 std::vector<Implementation> kernel_implementations() {
   std::vector<Implementation> out;
   for (const auto& v : variants::kernel_variants()) {
-    if (v.cuda == nullptr) continue;
+    if (v.cuda == nullptr && v.cuda_backward == nullptr) continue;
     const auto& variant = v;  // the table lives as long as the program
     const auto unsupported = [&variant](const Problem& p) {
       return variant.builds(DType::bfloat16, static_cast<int>(p.D))

@@ -79,7 +79,8 @@ struct Implementation {
   std::function<PreparedRun(const Problem&, const AttentionBuffers&, cudaStream_t)> prepare;
 };
 
-// An Implementation that calls `fn` on the problem's buffers, viewed as (B*H, N, D).
+// An Implementation that calls `fn` (the forward; null for a backward-only kernel) on the
+// problem's buffers, viewed as (B*H, N, D).
 //   unsupported : narrows the problems it takes, from the Problem alone (head dims, ...);
 //   refuses     : the same from the real arguments (alignment, dtype...), asked once in
 //                 prepare, e.g. fa2::fast::unsupported_reason; "" means it runs;

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "step07_benchmark/kernels/fast/fa2_fast.hpp"
 #include "step07_benchmark/kernels/ladder/ladder.hpp"
@@ -25,6 +28,19 @@ bool KernelVariant::builds(DType dtype, int head_dim) const {
          std::find(head_dims.begin(), head_dims.end(), head_dim) != head_dims.end();
 }
 
+namespace {
+
+// A row of the fast backward's sweep: GPU only, bf16, no forward of its own.
+KernelVariant bwd_row(std::string key, std::string label, std::string adds, std::vector<int> head_dims,
+                      CudaBwdLaunchFn backward) {
+  KernelVariant v{std::move(key), std::move(label), std::move(adds), "fast", std::move(head_dims), {DType::bfloat16}};
+  v.cuda_backward = backward;
+  v.passes = "backward";
+  return v;
+}
+
+}  // namespace
+
 const std::vector<KernelVariant>& kernel_variants() {
   using enum DType;
   const std::vector<int> all = {16, 32, 64, 128}, d64 = {64}, d64_128 = {64, 128};
@@ -39,7 +55,8 @@ const std::vector<KernelVariant>& kernel_variants() {
        FA2_GPU_ONLY(&flash_fwd_cuda),
        nullptr,
        &flash_bwd_host,
-       FA2_GPU_ONLY(&flash_bwd_cuda)},
+       FA2_GPU_ONLY(&flash_bwd_cuda),
+       "forward, backward"},
       {"ours32x32",
        "32 x 32 tiles",
        "step05's kernel with 32 x 32 tiles, 4 warps",
@@ -241,15 +258,27 @@ const std::vector<KernelVariant>& kernel_variants() {
        nullptr,
        FA2_GPU_ONLY(&fast::v5_w4_overlap),
        FA2_GPU_ONLY(&fast::unsupported_reason)},
+      // The backward's sweep: backward-only rows (no forward launcher), v5's backward in turn.
+      bwd_row("v5b.1", "bwd m64 KV-regs", "64 queries per step, K/V fragments in registers", {32, 64},
+              FA2_GPU_ONLY(&fast::v5_bwd_m64_regs)),
+      bwd_row("v5b.2", "bwd m64", "v5b.1 with K/V re-read from shared memory (frees registers)", d64_128,
+              FA2_GPU_ONLY(&fast::v5_bwd_m64_smem)),
+      bwd_row("v5b.3", "bwd m128", "v5b.2 with 128 queries per step", d64, FA2_GPU_ONLY(&fast::v5_bwd_m128_smem)),
+      bwd_row("v5b.4", "bwd m32 KV-regs", "v5b.1 with 32 queries per step", d64_128,
+              FA2_GPU_ONLY(&fast::v5_bwd_m32_regs)),
+      bwd_row("v5b.5", "bwd m32", "v5b.2 with 32 queries per step", d64_128, FA2_GPU_ONLY(&fast::v5_bwd_m32_smem)),
       {"v5",
        "tuned",
-       "the configuration chosen per head dim and causal flag from the sweep",
+       "the configuration chosen per head dim and causal flag from the sweep (forward and backward)",
        "fast",
        {32, 64, 128},
        {bfloat16},
        nullptr,
        FA2_GPU_ONLY(&fast::flash_fwd_fast),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
+       FA2_GPU_ONLY(&fast::unsupported_reason),
+       nullptr,
+       FA2_GPU_ONLY(&fast::flash_bwd_fast),
+       "forward, backward"},
   };
   return table;
 }
@@ -271,8 +300,7 @@ std::string variants_markdown() {
     for (int d : v.head_dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
     for (DType t : v.dtypes) dtypes += (dtypes.empty() ? "" : ", ") + to_string(t);
     out += "| `" + v.key + "` | " + v.label + " | " + v.adds + " | " + dims + " | " + dtypes + " | " +
-           (v.host != nullptr ? "host, GPU" : "GPU") + " | " +
-           (v.host_backward != nullptr ? "forward, backward" : "forward") + " |\n";
+           (v.host != nullptr ? "host, GPU" : "GPU") + " | " + v.passes + " |\n";
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // The one table of our FlashAttention kernels: step05's kernel, variant 1 (its larger tiles),
-// the ladder (v2-v4) and the fast kernel's configurations (v5.1-v5.17, then v5, the tuned one).
+// the ladder (v2-v4), the fast kernel's configurations (v5.1-v5.17), its backward's (v5b.1-v5b.5),
+// then v5, the tuned forward and backward.
 // The benchmark registers every row, the tests run every row on its paths, and step07's
 // README shows the table that variants_markdown() prints (a test keeps the two equal).
 //
@@ -23,14 +24,17 @@ struct KernelVariant {
   std::vector<int> head_dims;
   std::vector<DType> dtypes;
   HostLaunchFn host = nullptr;  // the host path, for the kernels that have one
-  CudaLaunchFn cuda = nullptr;  // the GPU launcher; null in a build without CUDA
+  CudaLaunchFn cuda = nullptr;  // the GPU launcher; null in a build without CUDA and in v5b.*
   // "" when the kernel can run these arguments, otherwise why not (e.g. the fast kernel's
   // 16-byte alignment); null: validate() says everything.
   std::string (*refuses)(const FlashFwdArgs&) = nullptr;
-  // Its backward pass, when it has one (step05's kernel): on the host and on the GPU (the GPU
-  // launcher null in a build without CUDA).
+  // Its backward pass, when it has one (step05's kernel, v5 and v5b.*): on the host and on the
+  // GPU (the GPU launcher null in a build without CUDA).
   HostBwdLaunchFn host_backward = nullptr;
   CudaBwdLaunchFn cuda_backward = nullptr;
+  // The passes it has, in every build (its launchers are null without CUDA): "forward",
+  // "backward" (the fast backward's sweep: no forward launcher) or "forward, backward".
+  std::string passes = "forward";
 
   std::string name() const { return key + " " + label; }
   bool builds(DType dtype, int head_dim) const;

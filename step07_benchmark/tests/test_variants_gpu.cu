@@ -1,10 +1,15 @@
 // Every row of the variants table on the GPU, against the float64 reference: step05's kernel at
-// larger tiles, the ladder (v2-v4, float32 and bf16) and the fast kernel's configurations (v5,
-// bf16). A variant that fails here is wrong, whatever its speed.
+// larger tiles, the ladder (v2-v4, float32 and bf16), the fast kernel's configurations (v5, bf16)
+// and the fast backward's (v5 and v5b.*: dQ, dK, dV). A variant that fails here is wrong,
+// whatever its speed.
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "common/cuda/gpu.hpp"
+#include "step05_fa2_kernel/tests/flash_bwd_test_support_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 #include "step07_benchmark/kernels/fast/fa2_fast.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
@@ -34,6 +39,24 @@ void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vec
   }
 }
 
+// The rows with a GPU backward other than step05's (which has its own suite, -L backward).
+std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
+  std::vector<const fa2::variants::KernelVariant*> out;
+  for (const auto& v : kernel_variants()) {
+    if (v.cuda_backward != nullptr && v.family != "ours") out.push_back(&v);
+  }
+  return out;
+}
+
+// dQ, dK, dV of `backward` against the float64 reference on `shape`, causal and not.
+void check_backward_shape(fa2::CudaBwdLaunchFn backward, const fa2::testing::FlashShape& shape, double qk_scale = 1.0,
+                          fa2::testing::GradientTolerance tol = fa2::testing::gradient_tolerance<fa2::bf16>()) {
+  for (bool causal : {false, true}) {
+    fa2::testing::require_close(fa2::testing::run_backward_and_compare<fa2::bf16>(
+        fa2::testing::gpu_passes<fa2::bf16>(backward), shape, causal, qk_scale, tol));
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("gpu+variants") {
@@ -54,6 +77,100 @@ TEST_SUITE("gpu+variants") {
       if (v.cuda == nullptr || v.family == "ours") continue;  // step05's kernel: step05's own GPU tests
       INFO(v.name());
       check_extra(gpu_runner<fa2::bf16>(v.cuda), v.head_dims);
+    }
+  }
+}
+
+TEST_SUITE("gpu+variants") {
+  TEST_CASE("GPU: every fast backward gives the float64 reference's gradients on the article's shapes") {
+    FA2_SKIP_WITHOUT_GPU();
+    REQUIRE_FALSE(fast_backwards().empty());
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto& shape : fa2::testing::article_shapes()) {
+        if (fa2::testing::takes_head_dim(v->head_dims, shape.D)) check_backward_shape(v->cuda_backward, shape);
+      }
+    }
+  }
+
+  TEST_CASE("GPU: every fast backward handles N_q != N_k both ways, ragged tiles, one query or one key") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 37, 53, D},
+                                                     {1, 100, 30, D},
+                                                     {3, 1, 1, D},
+                                                     {1, 20, 300, D},
+                                                     {1, 300, 20, D},
+                                                     {2, 257, 129, D},
+                                                     {1, 1, 200, D},
+                                                     {1, 200, 1, D}}) {
+          check_backward_shape(v->cuda_backward, shape);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("GPU: every fast backward keeps scores of about +-25 finite and close to the reference") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        check_backward_shape(v->cuda_backward, {2, 300, 300, D}, 5.0, fa2::testing::kLargeScoreTolerance);
+      }
+    }
+  }
+
+  TEST_CASE("GPU: every fast backward reads and writes a head of a (B, N, H, D) tensor through its strides") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        for (bool causal : {false, true})
+          fa2::testing::check_backward_head_view(v->cuda_backward, causal, static_cast<fa2::index_t>(D));
+      }
+    }
+  }
+
+  TEST_CASE("GPU: the tuned fast backward addresses batch strides past 2^31 elements in 64 bits") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (bool causal : {false, true})
+      fa2::testing::check_backward_batch_stride_past_2_31(&fa2::fast::flash_bwd_fast, causal);
+  }
+
+  TEST_CASE("GPU: the fast backward's dK and dV are the same bits on every run, dQ moves only by its atomics") {
+    FA2_SKIP_WITHOUT_GPU();
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{4, 1024, 1024, 64}, rng);
+    const auto fwd = fa2::flash_attention_cuda<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
+    const auto run = [&] {
+      return fa2::run_backward_with_device_tensors<fa2::bf16>(&fa2::fast::flash_bwd_fast, in.Q.cview(), in.K.cview(),
+                                                              in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(),
+                                                              false);
+    };
+    const auto a = run(), b = run();
+    const auto same_bits = [](const fa2::Tensor<fa2::bf16, 3>& x, const fa2::Tensor<fa2::bf16, 3>& y) {
+      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(fa2::bf16)) == 0;
+    };
+    CHECK(same_bits(a.dK, b.dK));  // one block owns each key row: a fixed order of additions
+    CHECK(same_bits(a.dV, b.dV));
+    // dQ: 8 key tiles' float32 shares, added in any order, then rounded to bf16: at most one
+    // bf16 step (2^-8 relative) apart.
+    const auto c = fa2::testing::compare_gradients<fa2::bf16>(a, fa2::testing::widened(b), "run 1 vs run 2",
+                                                              fa2::testing::GradientTolerance{1e-3, 8e-3});
+    CHECK_MESSAGE(c.dQ.ok, c.dQ.summary());
+  }
+}
+
+TEST_SUITE("gpu+sanitizer") {
+  // Small shapes for compute-sanitizer: every fast backward, ragged, causal and not.
+  TEST_CASE("GPU: fast backwards on small ragged shapes") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) check_backward_shape(v->cuda_backward, {2, 70, 130, D});
     }
   }
 }
@@ -99,5 +216,32 @@ TEST_SUITE("variants") {
     auto d = fa2::make_flash_args<fa2::bf16>(h128.cview(), h128.cview(), h128.cview(), h128.view(), lh.view(), false);
     CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr),
                          doctest::Contains("built for head dims 64"), std::invalid_argument);
+  }
+
+  TEST_CASE("the fast backward refuses what it does not support, naming the argument") {
+    // Runs without a GPU: the checks come before any CUDA call.
+    const auto args = [](fa2::Tensor<fa2::bf16, 3>& x, fa2::Tensor<fa2::bf16, 3>& g, fa2::Tensor<float, 2>& rows,
+                         fa2::Tensor<float, 3>& acc) {
+      return fa2::make_flash_bwd_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.cview(), rows.cview(), x.cview(),
+                                                 rows.view(), g.view(), acc.view(), g.view(), g.view(), false);
+    };
+    fa2::Tensor<fa2::bf16, 3> x16({1, 8, 16}), g16({1, 8, 16});
+    fa2::Tensor<float, 2> rows({1, 8});
+    fa2::Tensor<float, 3> acc16({1, 8, 16});
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(args(x16, g16, rows, acc16)), doctest::Contains("32, 64 or 128"),
+                         std::invalid_argument);
+    // dK rows of 65 elements: not 16-byte aligned.
+    fa2::Tensor<fa2::bf16, 3> x({1, 8, 64});
+    auto g = fa2::Tensor<fa2::bf16, 3>::strided({1, 8, 64}, {8 * 65, 65, 1});
+    fa2::Tensor<float, 3> acc({1, 8, 64});
+    fa2::Tensor<fa2::bf16, 3> g_ok({1, 8, 64});
+    auto a = args(x, g_ok, rows, acc);
+    a.dk = g.view().data(), a.dk_strides = g.strides();
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a), doctest::Contains("dK: the fast backward needs 16-byte aligned"),
+                         std::invalid_argument);
+    // A bad shape is validate()'s: named as for every backward.
+    a = args(x, g_ok, rows, acc);
+    a.do_shape = {1, 9, 64};
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a), doctest::Contains("dO.shape"), std::invalid_argument);
   }
 }

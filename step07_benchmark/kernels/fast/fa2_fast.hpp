@@ -1,11 +1,13 @@
-// Launchers of variant 5, the register-resident mma.sync kernel (fa2_fast.cuh): the tuned
-// configuration and every configuration of the ablation, with flash_fwd_cuda's signature
-// (CudaLaunchFn). Their keys, names and head dims are in the variants table
-// (kernels/variants.cpp). No CUDA header needed: CUstream_st* is what cudaStream_t is.
+// Launchers of variant 5, the register-resident mma.sync kernel (fa2_fast.cuh, and its backward
+// fa2_fast_bwd.cuh): the tuned configurations and every configuration of the ablations, with
+// flash_fwd_cuda's signature (CudaLaunchFn) and flash_bwd_cuda's (CudaBwdLaunchFn). Their keys,
+// names and head dims are in the variants table (kernels/variants.cpp). No CUDA header needed: CUstream_st* is what
+// cudaStream_t is.
 #pragma once
 
 #include <string>
 
+#include "step05_fa2_kernel/flash_bwd.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
 
 namespace fa2::fast {
@@ -35,5 +37,19 @@ void v5_w8_o_pairs(const FlashFwdArgs&, ::CUstream_st*);
 void v5_w8_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v5_w4x2_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v5_w4_overlap(const FlashFwdArgs&, ::CUstream_st*);
+
+// The fast backward (fa2_fast_bwd.cuh), flash_bwd_cuda's signature (CudaBwdLaunchFn). Empty when
+// it can run these arguments, otherwise why not: the forward's conditions, and dO, dQ, dK, dV
+// and dQ_accum with 16-byte aligned rows.
+std::string unsupported_reason(const FlashBwdArgs& args);
+// The tuned configuration, v5's backward.
+void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
+// The backward's sweep: queries per step (32, 64, 128) and K/V fragments in registers or re-read
+// from shared memory.
+void v5_bwd_m64_regs(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m64_smem(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m128_smem(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m32_regs(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m32_smem(const FlashBwdArgs&, ::CUstream_st*);
 
 }  // namespace fa2::fast

@@ -1,8 +1,9 @@
 // The handful of PTX instructions the fast kernel is built from, each wrapped once:
-//   cp.async (16-byte global -> shared copies that run in the background, zero-filling rows
+//   cp.async (16- and 4-byte global -> shared copies that run in the background, zero-filling rows
 //   past the end), ldmatrix (a warp loads four 8x8 bf16 matrices from shared memory straight
 //   into the mma operand layout, optionally transposed), mma.sync m16n8k16 (bf16 in, fp32
-//   accumulate) and ex2.approx (2^x on the special-function unit).
+//   accumulate), ex2.approx (2^x on the special-function unit) and a two-float atomic add (the
+//   backward's dQ).
 // PTX ISA: https://docs.nvidia.com/cuda/parallel-thread-execution/ (warp-level matrix
 // instructions; fragment layouts for m16n8k16).
 #pragma once
@@ -22,6 +23,11 @@ __device__ __forceinline__ std::uint32_t smem_address(const void* p) {
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid) {
   const int src_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+// The same for one 4-byte word (a float of L or D_i), through L1.
+__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, bool valid) {
+  const int src_bytes = valid ? 4 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::);
@@ -64,6 +70,17 @@ __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const std::uint32_
 __device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+
+// *addr += (a, b) atomically in global memory; addr 8-byte aligned. Hopper adds both floats in one
+// vector reduction; older GPUs take two.
+__device__ __forceinline__ void atomic_add_f32x2(float* addr, float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(addr), make_float2(a, b));
+#else
+  atomicAdd(addr, a);
+  atomicAdd(addr + 1, b);
+#endif
 }
 
 // 2^x on the special-function unit (flushes denormals; 2^-inf = 0).

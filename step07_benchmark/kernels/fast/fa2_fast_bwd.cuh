@@ -1,0 +1,429 @@
+// The fast backward: FlashAttention-2's backward (step05's flash_bwd_kernel.hpp, the same three
+// phases and the same KV-outer loop) written against the tensor cores like v5's forward
+// (fa2_fast.cuh): mma.sync m16n8k16, ldmatrix, cp.async double buffering, XOR-swizzled shared
+// memory, accumulators in registers. bf16, head dims 32, 64, 128. Host side: fa2_fast_bwd.cu.
+//
+//   preprocess  one thread per 16-byte chunk of a row: D_i = rowsum(dO_i * O_i); dQ_accum = 0
+//   kernel      one block per (key tile of BLOCK_N keys, batch element): dK_j and dV_j stay in
+//               registers while the block walks the query tiles; dQ shares go to dQ_accum with
+//               float32 atomics
+//   convert     dQ = scale * dQ_accum, in bf16
+//
+// The layout of the work inside a block. Warp w owns keys 16w .. 16w + 15 of the key tile and
+// computes everything whose rows are keys, so that no product needs a transposed register tile:
+//   S^T  = K_j Q_i^T          (16 keys, BLOCK_M queries)  A: K_j (registers), B: Q_i (ldmatrix)
+//   P^T  = 2^(S^T * scale * log2 e - L_i * log2 e)        in place; 0 where masked
+//   dP^T = V_j dO_i^T                                     A: V_j (registers), B: dO_i
+//   dV_j += P^T dO_i          (16 keys, D)                A: P^T straight from the accumulators
+//   dS^T = P^T * (dP^T - D_i)                             in place of dP^T
+//   dK_j += dS^T Q_i          (16 keys, D)                A: dS^T straight from the accumulators
+// dQ_i's share, dS K_j, has queries as rows: dS^T goes through shared memory (bf16, one store
+// per element, read back with a transposing ldmatrix) and the block's warps split the
+// (BLOCK_M, D) product between them, 16 query rows by DQ_COLS columns each. The scale is applied
+// once, to dK at the end and to dQ in the convert phase.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // tile_offset, load_tile_async, ldmatrix addresses
+#include "step07_benchmark/kernels/fast/mma_primitives.cuh"
+
+namespace fa2::fast {
+
+// What the backward's configurations vary (defaults: the tuned choice for head dim 64).
+struct FastBwdOptions {
+  int block_m = 64;        // queries per step of the loop over query tiles
+  bool kv_in_regs = true;  // the warp's K and V fragments loaded once into registers; false:
+                           // re-read from shared memory at every product (frees registers)
+};
+
+template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
+struct FastBwdConfig {
+  static constexpr int D = D_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int NUM_WARPS = 8;
+  static constexpr int NUM_THREADS = 32 * NUM_WARPS;
+  static constexpr int BLOCK_N = 16 * NUM_WARPS;  // keys per block: 16 per warp
+  static constexpr int BLOCK_M = OPT.block_m;     // queries per step
+  static constexpr bool KV_IN_REGS = OPT.kv_in_regs;
+  // What the forward's tile helpers (tile_offset, load_tile_async, the ldmatrix addresses) read.
+  static constexpr bool SWIZZLE = true;
+  static constexpr int CHUNKS = D / 8;
+  // dQ's share, (BLOCK_M, D): warp w takes rows 16 (w % DQ_ROW_GROUPS) and DQ_COLS columns.
+  static constexpr int DQ_ROW_GROUPS = BLOCK_M / 16;
+  static constexpr int DQ_COLS = D * DQ_ROW_GROUPS / NUM_WARPS;
+  static constexpr std::size_t smem_bytes =
+      static_cast<std::size_t>(2 * BLOCK_N * D         // K_j, V_j
+                               + 2 * 2 * BLOCK_M * D   // Q_i, dO_i, two stages each
+                               + BLOCK_N * BLOCK_M) *  // dS^T
+          sizeof(__nv_bfloat16) +
+      static_cast<std::size_t>(2 * 2 * BLOCK_M) * sizeof(float);  // L_i, D_i, two stages each
+  static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
+  static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "query tiles of 32, 64 or 128 rows");
+  static_assert(NUM_WARPS % DQ_ROW_GROUPS == 0 && DQ_COLS % 16 == 0, "dS K_j must split evenly over the warps");
+};
+
+// The dS^T tile in shared memory: BLOCK_N rows (keys) of BLOCK_M bf16 (queries), swizzled like
+// the D-wide tiles. Only the members tile_offset and the ldmatrix addresses read.
+template <class Cfg>
+struct DsTile {
+  static constexpr int D = Cfg::BLOCK_M;  // the row length, in elements
+  static constexpr int CHUNKS = Cfg::BLOCK_M / 8;
+  static constexpr bool SWIZZLE = true;
+};
+
+// The kernels' arguments, named as step05's FlashBwdParams names them (head dim contiguous,
+// so only batch and row strides).
+struct FastBwdParams {
+  const __nv_bfloat16* Q;
+  const __nv_bfloat16* K;
+  const __nv_bfloat16* V;
+  const __nv_bfloat16* O;
+  const __nv_bfloat16* dO;
+  const float* L;
+  float* D_rows;
+  float* dQ_accum;
+  __nv_bfloat16* dQ;
+  __nv_bfloat16* dK;
+  __nv_bfloat16* dV;
+  index_t stride_qb, stride_qq;
+  index_t stride_kb, stride_kk;
+  index_t stride_vb, stride_vk;
+  index_t stride_ob, stride_oq;
+  index_t stride_dob, stride_doq;
+  index_t stride_lb, stride_lq;
+  index_t stride_Db, stride_Dq;
+  index_t stride_accb, stride_accq;
+  index_t stride_dqb, stride_dqq;
+  index_t stride_dkb, stride_dkk;
+  index_t stride_dvb, stride_dvk;
+  int N_QUERIES, N_KEYS;
+  float scale;       // dK and dQ are multiplied by it once, at the end
+  float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
+};
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// ---- phase 1: D_i = rowsum(dO_i * O_i), and dQ_accum cleared -----------------------------------
+// Thread t of the grid takes 16-byte chunk t % CHUNKS of query row t / CHUNKS; the CHUNKS lanes
+// of a row are neighbours in one warp and add their partial dots with shuffles.
+template <int D>
+__global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p) {
+  constexpr int CHUNKS = D / 8;
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int row = t / CHUNKS, chunk = t % CHUNKS;
+  const index_t bh = blockIdx.y;
+  const bool valid = row < p.N_QUERIES;
+  float dot = 0.0f;
+  if (valid) {
+    const uint4 o = *reinterpret_cast<const uint4*>(p.O + bh * p.stride_ob + row * p.stride_oq + chunk * 8);
+    const uint4 g = *reinterpret_cast<const uint4*>(p.dO + bh * p.stride_dob + row * p.stride_doq + chunk * 8);
+    const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(&o);
+    const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&g);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 a = __bfloat1622float2(o2[i]), b = __bfloat1622float2(g2[i]);
+      dot = fmaf(a.x, b.x, fmaf(a.y, b.y, dot));
+    }
+    auto* acc = reinterpret_cast<float4*>(p.dQ_accum + bh * p.stride_accb + row * p.stride_accq + chunk * 8);
+    acc[0] = acc[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+#pragma unroll
+  for (int offset = CHUNKS / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+  if (valid && chunk == 0) p.D_rows[bh * p.stride_Db + row * p.stride_Dq] = dot;
+}
+
+// ---- phase 3: dQ = scale * dQ_accum, in bf16 ----------------------------------------------------
+template <int D>
+__global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p) {
+  constexpr int CHUNKS = D / 8;
+  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  const int row = t / CHUNKS, chunk = t % CHUNKS;
+  const index_t bh = blockIdx.y;
+  if (row >= p.N_QUERIES) return;
+  const auto* acc = reinterpret_cast<const float4*>(p.dQ_accum + bh * p.stride_accb + row * p.stride_accq + chunk * 8);
+  const float4 a = acc[0], b = acc[1];
+  const float s = p.scale;
+  uint4 out;
+  out.x = pack_bf16x2(a.x * s, a.y * s);
+  out.y = pack_bf16x2(a.z * s, a.w * s);
+  out.z = pack_bf16x2(b.x * s, b.y * s);
+  out.w = pack_bf16x2(b.z * s, b.w * s);
+  *reinterpret_cast<uint4*>(p.dQ + bh * p.stride_dqb + row * p.stride_dqq + chunk * 8) = out;
+}
+
+// ---- phase 2: the key-tile kernel ----------------------------------------------------------------
+// A warp's tiles with keys as rows: 16 keys by BLOCK_M queries (S^T, P^T, dP^T, dS^T), and
+// 16 keys by D (dK_j, dV_j). Lane (g = lane / 4, c = 2 (lane % 4)) holds keys g and g + 8,
+// columns c and c + 1 of each 8-column mma tile.
+template <class Cfg>
+using KeyByQuery = float[Cfg::BLOCK_M / 8][4];
+template <class Cfg>
+using KeyByDim = float[Cfg::D / 8][4];
+// K_j or V_j fragments of the warp's 16 keys, as A operands (one per 16-wide slice of D).
+template <class Cfg>
+using KeyFrags = std::uint32_t[Cfg::KV_IN_REGS ? Cfg::D / 16 : 1][4];
+
+template <class Cfg>
+__device__ __forceinline__ void load_key_fragments(KeyFrags<Cfg>& f, const __nv_bfloat16* sX, int key0, int lane) {
+  if constexpr (Cfg::KV_IN_REGS) {
+#pragma unroll
+    for (int kk = 0; kk < Cfg::D / 16; ++kk) ldmatrix_x4(f[kk], addr_rows_then_chunks<Cfg>(sX, key0, 2 * kk, lane));
+  }
+}
+
+// acc = X_j Y_i^T for the warp's 16 keys: X_j is K_j or V_j (A operand, registers or shared
+// memory), Y_i is Q_i or dO_i, (BLOCK_M, D) in shared memory (B operand, as K in the forward).
+template <class Cfg>
+__device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const KeyFrags<Cfg>& xf,
+                                                  const __nv_bfloat16* sX, const __nv_bfloat16* sY, int key0,
+                                                  int lane) {
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::D / 16; ++kk) {
+    std::uint32_t a[4];
+    if constexpr (Cfg::KV_IN_REGS) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) a[r] = xf[kk][r];
+    } else {
+      ldmatrix_x4(a, addr_rows_then_chunks<Cfg>(sX, key0, 2 * kk, lane));
+    }
+#pragma unroll
+    for (int nn = 0; nn < Cfg::BLOCK_M / 16; ++nn) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sY, nn * 16, 2 * kk, lane));
+      mma_bf16_16816(acc[2 * nn], a, b[0], b[1]);
+      mma_bf16_16816(acc[2 * nn + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// acc (16 keys, D) += X^T Y_i, where X^T (16 keys, BLOCK_M queries) is still in accumulator
+// registers (P^T or dS^T) and Y_i is dO_i or Q_i in shared memory. Two neighbouring 16 x 8
+// accumulator tiles make one 16 x 16 A fragment once packed to bf16, as P in the forward's P V.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_keys_by_dim(KeyByDim<Cfg>& acc, const KeyByQuery<Cfg>& x,
+                                                       const __nv_bfloat16* sY, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_M / 16; ++kk) {
+    const std::uint32_t a[4] = {pack_bf16x2(x[2 * kk][0], x[2 * kk][1]), pack_bf16x2(x[2 * kk][2], x[2 * kk][3]),
+                                pack_bf16x2(x[2 * kk + 1][0], x[2 * kk + 1][1]),
+                                pack_bf16x2(x[2 * kk + 1][2], x[2 * kk + 1][3])};
+#pragma unroll
+    for (int dd = 0; dd < Cfg::D / 16; ++dd) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sY, kk * 16, 2 * dd, lane));
+      mma_bf16_16816(acc[2 * dd], a, b[0], b[1]);
+      mma_bf16_16816(acc[2 * dd + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// Where one warp stands: its lane, its first key inside the block and in the sequence.
+struct KeyWarp {
+  int lane, key_row0, key0;
+};
+
+// S^T becomes P^T = 2^(S^T scale_log2 - L log2 e) in place. Keys past N_KEYS (the padded last
+// tile; their K rows are zero, so without the mask P would be 2^-L, which overflows for very
+// negative L) and, when causal, keys after the query (top-left mask) give exactly 0. Padded
+// query rows need no mask: Q, dO, L and D_i are zero-filled there, so P = 1 but dP = 0 and
+// dS = 0, nothing reaches dK or dV, and their dQ rows are never added.
+template <class Cfg>
+__device__ __forceinline__ void probabilities(KeyByQuery<Cfg>& s, const float* sL, int q0, int N_KEYS, float scale_log2,
+                                              const KeyWarp& w) {
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+  const bool ragged = w.key0 + 16 > N_KEYS;
+  const bool straddles = Cfg::CAUSAL && w.key0 + 15 > q0;  // some key of the warp comes after some query
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    const float2 L = *reinterpret_cast<const float2*>(sL + t * 8 + c);
+    const float neg_l[2] = {-L.x * kLog2e, -L.y * kLog2e};
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float x = fmaf(s[t][e], scale_log2, neg_l[e & 1]);
+      if (ragged || straddles) {
+        const int key = w.key0 + g + 8 * (e >> 1), query = q0 + t * 8 + c + (e & 1);
+        if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) x = -INFINITY;
+      }
+      s[t][e] = exp2_approx(x);
+    }
+  }
+}
+
+// dP^T becomes dS^T = P^T * (dP^T - D_i) in place.
+template <class Cfg>
+__device__ __forceinline__ void score_gradients(KeyByQuery<Cfg>& dp, const KeyByQuery<Cfg>& p, const float* sD,
+                                                int lane) {
+  const int c = 2 * (lane % 4);
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    const float2 Di = *reinterpret_cast<const float2*>(sD + t * 8 + c);
+    dp[t][0] = p[t][0] * (dp[t][0] - Di.x);
+    dp[t][1] = p[t][1] * (dp[t][1] - Di.y);
+    dp[t][2] = p[t][2] * (dp[t][2] - Di.x);
+    dp[t][3] = p[t][3] * (dp[t][3] - Di.y);
+  }
+}
+
+// dS^T (bf16) into shared memory, keys as rows, for dQ's product.
+template <class Cfg>
+__device__ __forceinline__ void store_score_gradients(__nv_bfloat16* sdS, const KeyByQuery<Cfg>& ds, const KeyWarp& w) {
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(w.key_row0 + g, t) + c) =
+        pack_bf16x2(ds[t][0], ds[t][1]);
+    *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(w.key_row0 + g + 8, t) + c) =
+        pack_bf16x2(ds[t][2], ds[t][3]);
+  }
+}
+
+// dQ_accum[q0 ..] += dS K_j for this warp's 16 query rows and DQ_COLS columns. A: dS, read from
+// dS^T (keys as rows) with a transposing ldmatrix; B: K_j, as V in the forward's P V.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_query_gradients(const FastBwdParams& p, index_t bh, int q0,
+                                                           const __nv_bfloat16* sdS, const __nv_bfloat16* sK, int warp,
+                                                           int lane) {
+  constexpr int COLS = Cfg::DQ_COLS;
+  const int row_group = warp % Cfg::DQ_ROW_GROUPS, col0 = (warp / Cfg::DQ_ROW_GROUPS) * COLS;
+  float acc[COLS / 8][4];
+#pragma unroll
+  for (int t = 0; t < COLS / 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_N / 16; ++kk) {
+    std::uint32_t a[4];
+    ldmatrix_x4_trans(a, addr_chunks_then_rows<DsTile<Cfg>>(sdS, kk * 16, 2 * row_group, lane));
+#pragma unroll
+    for (int dd = 0; dd < COLS / 16; ++dd) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sK, kk * 16, col0 / 8 + 2 * dd, lane));
+      mma_bf16_16816(acc[2 * dd], a, b[0], b[1]);
+      mma_bf16_16816(acc[2 * dd + 1], a, b[2], b[3]);
+    }
+  }
+  const int g = lane / 4, c = 2 * (lane % 4);
+  float* const base = p.dQ_accum + bh * p.stride_accb;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int query = q0 + row_group * 16 + g + 8 * h;
+    if (query >= p.N_QUERIES) continue;
+    float* const row = base + static_cast<index_t>(query) * p.stride_accq + col0 + c;
+#pragma unroll
+    for (int t = 0; t < COLS / 8; ++t) atomic_add_f32x2(row + t * 8, acc[t][2 * h], acc[t][2 * h + 1]);
+  }
+}
+
+// dK_j (times the scale) and dV_j, rows past N_KEYS skipped.
+template <class Cfg>
+__device__ __forceinline__ void write_key_gradients(const FastBwdParams& p, index_t bh, const KeyByDim<Cfg>& dk,
+                                                    const KeyByDim<Cfg>& dv, const KeyWarp& w) {
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = w.key0 + g + 8 * h;
+    if (key >= p.N_KEYS) continue;
+    __nv_bfloat16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + c;
+    __nv_bfloat16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + c;
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) {
+      *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
+          pack_bf16x2(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_bf16x2(dv[t][2 * h], dv[t][2 * h + 1]);
+    }
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) fast_bwd_kernel(const FastBwdParams p) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // (BLOCK_N, D)
+  __nv_bfloat16* sV = sK + BN * D;                        // (BLOCK_N, D)
+  __nv_bfloat16* sQ = sV + BN * D;                        // 2 stages x (BLOCK_M, D)
+  __nv_bfloat16* sdO = sQ + 2 * BM * D;                   // 2 stages x (BLOCK_M, D)
+  __nv_bfloat16* sdS = sdO + 2 * BM * D;                  // (BLOCK_N, BLOCK_M): dS^T
+  auto* sL = reinterpret_cast<float*>(sdS + BN * BM);     // 2 stages x BLOCK_M
+  float* sD = sL + 2 * BM;                                // 2 stages x BLOCK_M
+
+  // Causal: key tile 0 meets every query tile, the last one the fewest; blocks start in grid
+  // order, so the heaviest go first.
+  const int k0 = static_cast<int>(blockIdx.x) * BN;
+  const index_t bh = blockIdx.y;
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * 16, k0 + warp * 16};
+  const __nv_bfloat16* Qb = p.Q + bh * p.stride_qb;
+  const __nv_bfloat16* dOb = p.dO + bh * p.stride_dob;
+  const float* Lb = p.L + bh * p.stride_lb;
+  const float* Db = p.D_rows + bh * p.stride_Db;
+
+  // Causal (top-left): query q sees keys 0..q, so this tile's first key k0 is first seen by
+  // query k0, in query tile k0 / BLOCK_M.
+  const int m_begin = Cfg::CAUSAL ? k0 / BM : 0;
+  const int m_end = (p.N_QUERIES + BM - 1) / BM;
+
+  // Q_i, dO_i, L_i and D_i into stage `stage`, in the background; rows past N_QUERIES zero-filled.
+  const auto load_query_tile = [&](int m, int stage) {
+    const int q0 = m * BM;
+    load_tile_async<Cfg, BM>(sQ + stage * BM * D, Qb, p.stride_qq, q0, p.N_QUERIES);
+    load_tile_async<Cfg, BM>(sdO + stage * BM * D, dOb, p.stride_doq, q0, p.N_QUERIES);
+    const int r = static_cast<int>(threadIdx.x);
+    if (r < BM) {
+      const bool valid = q0 + r < p.N_QUERIES;
+      const index_t q = valid ? q0 + r : 0;
+      cp_async_4(smem_address(sL + stage * BM + r), Lb + q * p.stride_lq, valid);
+      cp_async_4(smem_address(sD + stage * BM + r), Db + q * p.stride_Dq, valid);
+    }
+  };
+
+  KeyByDim<Cfg> dk, dv;
+#pragma unroll
+  for (int t = 0; t < D / 8; ++t) {
+    dk[t][0] = dk[t][1] = dk[t][2] = dk[t][3] = 0.0f;
+    dv[t][0] = dv[t][1] = dv[t][2] = dv[t][3] = 0.0f;
+  }
+  KeyFrags<Cfg> kf, vf;
+
+  if (m_begin < m_end) {
+    load_tile_async<Cfg, BN>(sK, p.K + bh * p.stride_kb, p.stride_kk, k0, p.N_KEYS);
+    load_tile_async<Cfg, BN>(sV, p.V + bh * p.stride_vb, p.stride_vk, k0, p.N_KEYS);
+    load_query_tile(m_begin, 0);
+    cp_async_commit();
+  }
+  for (int m = m_begin; m < m_end; ++m) {
+    const int stage = (m - m_begin) & 1;
+    // Query tile m has landed, and every warp is done with tile m - 1: its stage and sdS are free.
+    cp_async_wait<0>();
+    __syncthreads();
+    if (m + 1 < m_end) load_query_tile(m + 1, stage ^ 1);
+    cp_async_commit();
+    if (m == m_begin) {
+      load_key_fragments<Cfg>(kf, sK, w.key_row0, w.lane);
+      load_key_fragments<Cfg>(vf, sV, w.key_row0, w.lane);
+    }
+    const __nv_bfloat16* sQi = sQ + stage * BM * D;
+    const __nv_bfloat16* sdOi = sdO + stage * BM * D;
+    const int q0 = m * BM;
+
+    KeyByQuery<Cfg> s, dp;
+    keys_times_rows_t<Cfg>(s, kf, sK, sQi, w.key_row0, w.lane);  // S^T = K_j Q_i^T
+    probabilities<Cfg>(s, sL + stage * BM, q0, p.N_KEYS, p.scale_log2, w);
+    keys_times_rows_t<Cfg>(dp, vf, sV, sdOi, w.key_row0, w.lane);  // dP^T = V_j dO_i^T
+    accumulate_keys_by_dim<Cfg>(dv, s, sdOi, w.lane);              // dV_j += P^T dO_i
+    score_gradients<Cfg>(dp, s, sD + stage * BM, w.lane);          // dS^T = P^T (dP^T - D_i)
+    accumulate_keys_by_dim<Cfg>(dk, dp, sQi, w.lane);              // dK_j += dS^T Q_i
+    store_score_gradients<Cfg>(sdS, dp, w);
+    __syncthreads();  // all of dS^T is in shared memory
+    accumulate_query_gradients<Cfg>(p, bh, q0, sdS, sK, warp, w.lane);
+  }
+  cp_async_wait<0>();  // nothing may still be landing when the block ends
+  write_key_gradients<Cfg>(p, bh, dk, dv, w);
+}
+
+}  // namespace fa2::fast
