@@ -1,5 +1,5 @@
 // The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
-// forward) behind torch.ops, for the Python package fa2_attention. The CUDA implementations launch
+// forward and backward) behind torch.ops, for the Python package fa2_attention. The CUDA implementations launch
 // on Torch's current stream; the CPU ones run the same kernel bodies on the host.
 //   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
 #include <ATen/ATen.h>
@@ -67,7 +67,7 @@ Kernel parse_kernel(const char* op, c10::string_view name) {
   if (s == "step05") return Kernel::step05;
   TORCH_CHECK(s == "fast", op, ": unknown kernel \"", s,
               "\"; choose \"step05\" (forward and backward, float32 and bfloat16, CPU and CUDA) or \"fast\" (forward "
-              "only, bfloat16, CUDA)");
+              "and backward, bfloat16, CUDA)");
   return Kernel::fast;
 }
 
@@ -224,15 +224,16 @@ struct BackwardCall {
   at::Tensor dq, dk, dv;                 // q's, k's and v's shapes and dtype, contiguous
   at::Tensor d_rows, dq_accum;           // float32 workspaces (batch, N_q) and (batch, N_q, D)
   fa2::FlashBwdArgs args;
+  Kernel kernel = Kernel::step05;
 };
 
 BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& out, const at::Tensor& lse, bool is_causal, std::optional<double> scale,
-                              c10::string_view kernel) {
-  TORCH_CHECK(parse_kernel(kBackward, kernel) == Kernel::step05, kBackward,
-              ": there is no fast backward kernel yet: kernel=\"fast\" is forward only. kernel=\"step05\" has a "
-              "backward (flash_attention(q, k, v, kernel=\"step05\") to train)");
+                              c10::string_view kernel, Where where) {
+  const Kernel chosen = parse_kernel(kBackward, kernel);
   check_qkv(kBackward, q, k, v);
+  TORCH_CHECK(chosen == Kernel::step05 || where == Where::cuda, kBackward,
+              ": kernel=\"fast\" runs on CUDA only; on the CPU use kernel=\"step05\"");
   check_like_q(kBackward, "out", out, q);
   check_like_q(kBackward, "dout", dout, q);
   const std::vector<std::int64_t> l_shape = lse_shape(q);
@@ -244,6 +245,7 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
               "; every tensor must be on one device");
 
   BackwardCall c;
+  c.kernel = chosen;
   c.q3 = kernel_view(q);
   c.k3 = kernel_view(k);
   c.v3 = kernel_view(v);
@@ -286,7 +288,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& do
                                                             const at::Tensor& out, const at::Tensor& lse,
                                                             bool is_causal, std::optional<double> scale,
                                                             c10::string_view kernel) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel);
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, Where::cpu);
   run_checked(kBackward, [&] { fa2::flash_bwd_host(c.args); });
   return {c.dq, c.dk, c.dv};
 }
@@ -318,10 +320,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
                                                              const at::Tensor& out, const at::Tensor& lse,
                                                              bool is_causal, std::optional<double> scale,
                                                              c10::string_view kernel) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel);
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
-  run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });
+  if (c.kernel == Kernel::fast) {
+    const std::string why = fa2::fast::unsupported_reason(c.args);
+    TORCH_CHECK(why.empty(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", why,
+                ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
+    run_checked(kBackward, [&] { fa2::fast::flash_bwd_fast(c.args, stream); });
+  } else {
+    run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });
+  }
   return {c.dq, c.dk, c.dv};
 }
 

@@ -141,8 +141,8 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
         N_q != N_k (with N_q < N_k the last N_k - N_q keys are seen by no query).
     scale: the softmax scale; None means 1 / sqrt(D).
     kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
-        or "fast" (step 7's fast forward: CUDA, bfloat16, D in 32/64/128, 16-byte aligned rows;
-        there is no fast backward, so calling backward raises). An input that the chosen kernel
+        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128, 16-byte
+        aligned rows). An input that the chosen kernel
         cannot run raises RuntimeError saying why; no other kernel is tried in its place.
 
     What is copied: a tensor whose head dim is not contiguous (stride(-1) != 1), and a 4-D tensor

@@ -1,6 +1,6 @@
-"""Gradients through flash_attention (step05's backward kernel) against attention written out in
-float64: the article's shapes, float32 and bfloat16, causal and not (causal also with N_q != N_k,
-both ways: the mask is top-left, like torch's is_causal). The first test checks that float64
+"""Gradients through flash_attention (step05's backward kernel, and step07's fast one in bf16)
+against attention written out in float64: the article's shapes, float32 and bfloat16, causal and
+not (causal also with N_q != N_k, both ways: the mask is top-left, like torch's is_causal). The first test checks that float64
 reference against PyTorch's own math backend. The GPU tests need a CUDA GPU.
 
     python3 -m pytest python/tests/test_backward.py -q -rs
@@ -71,3 +71,18 @@ def test_gradients_of_multi_head_inputs_with_an_explicit_scale(dtype_name):
     out_ref, _ = reference_attention(q.detach(), k.detach(), v.detach(), True, scale=0.3)
     torch.testing.assert_close(out.double(), out_ref, atol=2e-2, rtol=2e-2)
     assert_gradients_close(grads, reference_gradients(q, k, v, dout, True, scale=0.3), dtype_name)
+
+
+@pytest.mark.cuda
+@CAUSAL
+@pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
+def test_fast_kernel_gradients_match_float64_attention(B, Nq, Nk, D, is_causal):
+    """kernel="fast": step07's forward and backward, bf16, (B, H, N, D) inputs with H = 2."""
+    q, k, v, dout = attention_inputs((B, 2, Nq, D), (B, 2, Nk, D), torch.bfloat16, device="cuda")
+
+    out = flash_attention(q, k, v, is_causal=is_causal, kernel="fast")
+    dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
+
+    assert_gradients_close((dq, dk, dv), reference_gradients(q, k, v, dout, is_causal), "bfloat16")
+    if is_causal and Nk > Nq:
+        assert dk[..., Nq:, :].abs().max().item() == 0 and dv[..., Nq:, :].abs().max().item() == 0

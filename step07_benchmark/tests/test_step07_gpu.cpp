@@ -286,7 +286,7 @@ TEST_SUITE("gpu") {
     CHECK_THROWS_AS(runner.run(problems, {"no-such-kernel"}), std::invalid_argument);
   }
 
-  TEST_CASE("the runner times ours16's backward, checks its gradients, and says which implementations have none") {
+  TEST_CASE("the runner times ours16's and v5's backwards, checks their gradients, and says which have none") {
     FA2_SKIP_WITHOUT_GPU();
     std::ostringstream log;
     Runner runner = quick_runner(log);
@@ -303,9 +303,16 @@ TEST_SUITE("gpu") {
         REQUIRE(m.peak_bytes.has_value());
         CHECK(*m.peak_bytes >= static_cast<double>(io_bytes(m.problem)));  // dO and the gradients included
         // The reference against its own first run: dQ's float32 atomics add in another order each
-        // run, so the gradients after timing differ from those before by a few float32 roundings.
+        // run, so its float32 sums move by a few roundings, and where one lies on a bf16 rounding
+        // boundary the bf16 entry moves by one step (2^-8 of the entry; seen: 6.1e-5). Entries here
+        // are below 2: at most 8e-3.
         REQUIRE(m.max_err_ref.has_value());
-        CHECK(*m.max_err_ref <= 1e-5);
+        CHECK(*m.max_err_ref <= 8e-3);
+      } else if (m.key == "v5") {
+        // The fast backward, checked against ours16's gradients with the harness's tolerance.
+        CHECK(m.status == Status::ok);
+        CHECK(m.tflops > 0.0);
+        REQUIRE(m.max_err_ref.has_value());
       } else {
         CHECK(m.status == Status::unsupported);
         CHECK(m.note.find("no backward pass") != std::string::npos);

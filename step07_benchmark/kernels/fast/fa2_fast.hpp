@@ -44,12 +44,18 @@ void v5_w4_overlap(const FlashFwdArgs&, ::CUstream_st*);
 std::string unsupported_reason(const FlashBwdArgs& args);
 // The tuned configuration, v5's backward.
 void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
-// The backward's sweep: queries per step (32, 64, 128) and K/V fragments in registers or re-read
-// from shared memory.
+// The backward's sweep: queries per step (32, 64, 128), K/V fragments in registers or re-read
+// from shared memory, dQ's share computed after a barrier or deferred to the next step, blocks of
+// 8 warps or two blocks of 4 per SM.
 void v5_bwd_m64_regs(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m64_smem(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m128_smem(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m32_regs(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m32_smem(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m64_regs_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m64_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_w4_m64_regs_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_w4_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
 
 }  // namespace fa2::fast

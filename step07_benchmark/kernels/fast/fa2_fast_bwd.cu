@@ -90,6 +90,11 @@ constexpr FastBwdOptions kBwdM64Smem{.block_m = 64, .kv_in_regs = false};
 constexpr FastBwdOptions kBwdM128Smem{.block_m = 128, .kv_in_regs = false};
 constexpr FastBwdOptions kBwdM32Regs{.block_m = 32, .kv_in_regs = true};
 constexpr FastBwdOptions kBwdM32Smem{.block_m = 32, .kv_in_regs = false};
+constexpr FastBwdOptions kBwdM64RegsDeferred{.block_m = 64, .kv_in_regs = true, .deferred_dq = true};
+constexpr FastBwdOptions kBwdM64SmemDeferred{.block_m = 64, .kv_in_regs = false, .deferred_dq = true};
+constexpr FastBwdOptions kBwdM32SmemDeferred{.block_m = 32, .kv_in_regs = false, .deferred_dq = true};
+constexpr FastBwdOptions kBwdW4M64RegsDeferred{.block_m = 64, .kv_in_regs = true, .warps = 4, .deferred_dq = true};
+constexpr FastBwdOptions kBwdW4M32SmemDeferred{.block_m = 32, .kv_in_regs = false, .warps = 4, .deferred_dq = true};
 
 }  // namespace
 
@@ -114,13 +119,14 @@ std::string unsupported_reason(const FlashBwdArgs& a) {
 }
 
 void flash_bwd_fast(const FlashBwdArgs& args, cudaStream_t stream) {
-  // The configurations chosen from the sweep (step07's README, "The backward pass"). At head
-  // dim 128 only 32-row query tiles with K and V re-read from shared memory fit in 255 registers
-  // without spilling (ptxas's report).
+  // The configurations chosen from the sweep (step07's README, "The backward pass"; H200,
+  // 2026-11-30, N = 4096): the deferred dQ (one barrier per step) at 64 queries per step, with
+  // K/V fragments in registers up to head dim 64 (v5b.6) and re-read from shared memory at 128
+  // (v5b.7; ptxas reports 48 bytes of spill stores in its non-causal instantiation).
   if (args.q_shape[2] == 128) {
-    launch_bwd_config<kBwdM32Smem, 128>(args, stream);
+    launch_bwd_config<kBwdM64SmemDeferred, 128>(args, stream);
   } else {
-    launch_bwd_config<kBwdM64Regs, 32, 64>(args, stream);
+    launch_bwd_config<kBwdM64RegsDeferred, 32, 64>(args, stream);
   }
 }
 
@@ -138,6 +144,21 @@ void v5_bwd_m32_regs(const FlashBwdArgs& a, cudaStream_t s) {
 }
 void v5_bwd_m32_smem(const FlashBwdArgs& a, cudaStream_t s) {
   launch_bwd_config<kBwdM32Smem, 64, 128>(a, s);
+}
+void v5_bwd_m64_regs_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdM64RegsDeferred, 64>(a, s);
+}
+void v5_bwd_m64_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdM64SmemDeferred, 64, 128>(a, s);
+}
+void v5_bwd_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdM32SmemDeferred, 64, 128>(a, s);
+}
+void v5_bwd_w4_m64_regs_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdW4M64RegsDeferred, 64>(a, s);
+}
+void v5_bwd_w4_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdW4M32SmemDeferred, 64, 128>(a, s);
 }
 
 }  // namespace fa2::fast

@@ -37,20 +37,28 @@ namespace fa2::fast {
 
 // What the backward's configurations vary (defaults: the tuned choice for head dim 64).
 struct FastBwdOptions {
-  int block_m = 64;        // queries per step of the loop over query tiles
-  bool kv_in_regs = true;  // the warp's K and V fragments loaded once into registers; false:
-                           // re-read from shared memory at every product (frees registers)
+  int block_m = 64;          // queries per step of the loop over query tiles
+  bool kv_in_regs = true;    // the warp's K and V fragments loaded once into registers; false:
+                             // re-read from shared memory at every product (frees registers)
+  int warps = 8;             // 16 keys each: key tiles of 16 * warps; 4 warps run two blocks per SM
+  bool deferred_dq = false;  // dS^T double-buffered: tile i's dQ share is computed during tile
+                             // i + 1, so one barrier per step instead of two
 };
 
 template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
 struct FastBwdConfig {
   static constexpr int D = D_;
   static constexpr bool CAUSAL = CAUSAL_;
-  static constexpr int NUM_WARPS = 8;
+  static constexpr int NUM_WARPS = OPT.warps;
+  // Eight warps per SM either way: one block of 8, or two independent blocks of 4 (one's
+  // barriers and softmax then overlap the other's products).
+  static constexpr int MIN_BLOCKS_PER_SM = 8 / NUM_WARPS;
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;
   static constexpr int BLOCK_N = 16 * NUM_WARPS;  // keys per block: 16 per warp
   static constexpr int BLOCK_M = OPT.block_m;     // queries per step
   static constexpr bool KV_IN_REGS = OPT.kv_in_regs;
+  static constexpr bool DEFERRED_DQ = OPT.deferred_dq;
+  static constexpr int DS_STAGES = DEFERRED_DQ ? 2 : 1;
   // What the forward's tile helpers (tile_offset, load_tile_async, the ldmatrix addresses) read.
   static constexpr bool SWIZZLE = true;
   static constexpr int CHUNKS = D / 8;
@@ -58,13 +66,14 @@ struct FastBwdConfig {
   static constexpr int DQ_ROW_GROUPS = BLOCK_M / 16;
   static constexpr int DQ_COLS = D * DQ_ROW_GROUPS / NUM_WARPS;
   static constexpr std::size_t smem_bytes =
-      static_cast<std::size_t>(2 * BLOCK_N * D         // K_j, V_j
-                               + 2 * 2 * BLOCK_M * D   // Q_i, dO_i, two stages each
-                               + BLOCK_N * BLOCK_M) *  // dS^T
+      static_cast<std::size_t>(2 * BLOCK_N * D                     // K_j, V_j
+                               + 2 * 2 * BLOCK_M * D               // Q_i, dO_i, two stages each
+                               + DS_STAGES * BLOCK_N * BLOCK_M) *  // dS^T
           sizeof(__nv_bfloat16) +
       static_cast<std::size_t>(2 * 2 * BLOCK_M) * sizeof(float);  // L_i, D_i, two stages each
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
   static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "query tiles of 32, 64 or 128 rows");
+  static_assert(NUM_WARPS == 4 || NUM_WARPS == 8, "4 or 8 warps");
   static_assert(NUM_WARPS % DQ_ROW_GROUPS == 0 && DQ_COLS % 16 == 0, "dS K_j must split evenly over the warps");
 };
 
@@ -341,16 +350,16 @@ __device__ __forceinline__ void write_key_gradients(const FastBwdParams& p, inde
 }
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) fast_bwd_kernel(const FastBwdParams p) {
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_bwd_kernel(const FastBwdParams p) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem_raw);  // (BLOCK_N, D)
-  __nv_bfloat16* sV = sK + BN * D;                        // (BLOCK_N, D)
-  __nv_bfloat16* sQ = sV + BN * D;                        // 2 stages x (BLOCK_M, D)
-  __nv_bfloat16* sdO = sQ + 2 * BM * D;                   // 2 stages x (BLOCK_M, D)
-  __nv_bfloat16* sdS = sdO + 2 * BM * D;                  // (BLOCK_N, BLOCK_M): dS^T
-  auto* sL = reinterpret_cast<float*>(sdS + BN * BM);     // 2 stages x BLOCK_M
-  float* sD = sL + 2 * BM;                                // 2 stages x BLOCK_M
+  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem_raw);                // (BLOCK_N, D)
+  __nv_bfloat16* sV = sK + BN * D;                                      // (BLOCK_N, D)
+  __nv_bfloat16* sQ = sV + BN * D;                                      // 2 stages x (BLOCK_M, D)
+  __nv_bfloat16* sdO = sQ + 2 * BM * D;                                 // 2 stages x (BLOCK_M, D)
+  __nv_bfloat16* sdS = sdO + 2 * BM * D;                                // DS_STAGES x (BLOCK_N, BLOCK_M): dS^T
+  auto* sL = reinterpret_cast<float*>(sdS + Cfg::DS_STAGES * BN * BM);  // 2 stages x BLOCK_M
+  float* sD = sL + 2 * BM;                                              // 2 stages x BLOCK_M
 
   // Causal: key tile 0 meets every query tile, the last one the fewest; blocks start in grid
   // order, so the heaviest go first.
@@ -418,9 +427,23 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) fast_bwd_kernel(const Fas
     accumulate_keys_by_dim<Cfg>(dv, s, sdOi, w.lane);              // dV_j += P^T dO_i
     score_gradients<Cfg>(dp, s, sD + stage * BM, w.lane);          // dS^T = P^T (dP^T - D_i)
     accumulate_keys_by_dim<Cfg>(dk, dp, sQi, w.lane);              // dK_j += dS^T Q_i
-    store_score_gradients<Cfg>(sdS, dp, w);
-    __syncthreads();  // all of dS^T is in shared memory
-    accumulate_query_gradients<Cfg>(p, bh, q0, sdS, sK, warp, w.lane);
+    if constexpr (Cfg::DEFERRED_DQ) {
+      // dS^T of tile m - 1 was complete at this step's barrier; its buffer was last read before
+      // it, by tile m - 2's dQ, so tile m's dS^T may go to the other one meanwhile.
+      if (m > m_begin) accumulate_query_gradients<Cfg>(p, bh, q0 - BM, sdS + ((m - 1) & 1) * BN * BM, sK, warp, w.lane);
+      store_score_gradients<Cfg>(sdS + (m & 1) * BN * BM, dp, w);
+    } else {
+      store_score_gradients<Cfg>(sdS, dp, w);
+      __syncthreads();  // all of dS^T is in shared memory
+      accumulate_query_gradients<Cfg>(p, bh, q0, sdS, sK, warp, w.lane);
+    }
+  }
+  if constexpr (Cfg::DEFERRED_DQ) {
+    if (m_begin < m_end) {
+      __syncthreads();  // the last tile's dS^T is complete
+      const int last = m_end - 1;
+      accumulate_query_gradients<Cfg>(p, bh, last * BM, sdS + (last & 1) * BN * BM, sK, warp, w.lane);
+    }
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
   write_key_gradients<Cfg>(p, bh, dk, dv, w);
