@@ -46,7 +46,7 @@ std::string unsupported_reason(const FlashBwdArgs& args);
 void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
 // The backward's sweep: queries per step (32, 64, 128), K/V fragments in registers or re-read
 // from shared memory, dQ's share computed after a barrier or deferred to the next step, blocks of
-// 8 warps or two blocks of 4 per SM.
+// 8 warps or two blocks of 4 per SM, 16 or 32 keys per warp.
 void v5_bwd_m64_regs(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m64_smem(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m128_smem(const FlashBwdArgs&, ::CUstream_st*);
@@ -57,5 +57,8 @@ void v5_bwd_m64_deferred(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_w4_m64_regs_deferred(const FlashBwdArgs&, ::CUstream_st*);
 void v5_bwd_w4_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_w4_k2_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_w4_k2_m64_deferred(const FlashBwdArgs&, ::CUstream_st*);
+void v5_bwd_k2_m32_deferred(const FlashBwdArgs&, ::CUstream_st*);
 
 }  // namespace fa2::fast

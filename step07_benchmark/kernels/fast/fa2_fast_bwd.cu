@@ -94,6 +94,11 @@ constexpr FastBwdOptions kBwdM64RegsDeferred{.block_m = 64, .kv_in_regs = true, 
 constexpr FastBwdOptions kBwdM64SmemDeferred{.block_m = 64, .kv_in_regs = false, .deferred_dq = true};
 constexpr FastBwdOptions kBwdM32SmemDeferred{.block_m = 32, .kv_in_regs = false, .deferred_dq = true};
 constexpr FastBwdOptions kBwdW4M64RegsDeferred{.block_m = 64, .kv_in_regs = true, .warps = 4, .deferred_dq = true};
+constexpr FastBwdOptions kBwdW4K2M32Deferred{
+    .block_m = 32, .kv_in_regs = false, .warps = 4, .key_tiles = 2, .deferred_dq = true};
+constexpr FastBwdOptions kBwdW4K2M64Deferred{
+    .block_m = 64, .kv_in_regs = false, .warps = 4, .key_tiles = 2, .deferred_dq = true};
+constexpr FastBwdOptions kBwdK2M32Deferred{.block_m = 32, .kv_in_regs = false, .key_tiles = 2, .deferred_dq = true};
 constexpr FastBwdOptions kBwdW4M32SmemDeferred{.block_m = 32, .kv_in_regs = false, .warps = 4, .deferred_dq = true};
 
 }  // namespace
@@ -120,13 +125,14 @@ std::string unsupported_reason(const FlashBwdArgs& a) {
 
 void flash_bwd_fast(const FlashBwdArgs& args, cudaStream_t stream) {
   // The configurations chosen from the sweep (step07's README, "The backward pass"; H200,
-  // 2026-11-30, N = 4096): the deferred dQ (one barrier per step) at 64 queries per step, with
-  // K/V fragments in registers up to head dim 64 (v5b.6) and re-read from shared memory at 128
-  // (v5b.7; ptxas reports 48 bytes of spill stores in its non-causal instantiation).
+  // 2026-11-30): up to head dim 64, blocks of 4 warps with 32 keys each, two blocks per SM
+  // (v5b.11); at 128, where 32 keys per warp would need 256 registers for dK and dV alone, 8
+  // warps of 16 keys, K/V re-read from shared memory (v5b.7; ptxas reports 48 bytes of spill
+  // stores in its non-causal instantiation). Both defer dQ's share to the next step.
   if (args.q_shape[2] == 128) {
     launch_bwd_config<kBwdM64SmemDeferred, 128>(args, stream);
   } else {
-    launch_bwd_config<kBwdM64RegsDeferred, 32, 64>(args, stream);
+    launch_bwd_config<kBwdW4K2M32Deferred, 32, 64>(args, stream);
   }
 }
 
@@ -156,6 +162,15 @@ void v5_bwd_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
 }
 void v5_bwd_w4_m64_regs_deferred(const FlashBwdArgs& a, cudaStream_t s) {
   launch_bwd_config<kBwdW4M64RegsDeferred, 64>(a, s);
+}
+void v5_bwd_w4_k2_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdW4K2M32Deferred, 32, 64>(a, s);
+}
+void v5_bwd_w4_k2_m64_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdW4K2M64Deferred, 64>(a, s);
+}
+void v5_bwd_k2_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
+  launch_bwd_config<kBwdK2M32Deferred, 64>(a, s);
 }
 void v5_bwd_w4_m32_deferred(const FlashBwdArgs& a, cudaStream_t s) {
   launch_bwd_config<kBwdW4M32SmemDeferred, 64, 128>(a, s);

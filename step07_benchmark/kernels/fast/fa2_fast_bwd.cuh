@@ -9,8 +9,9 @@
 //               float32 atomics
 //   convert     dQ = scale * dQ_accum, in bf16
 //
-// The layout of the work inside a block. Warp w owns keys 16w .. 16w + 15 of the key tile and
-// computes everything whose rows are keys, so that no product needs a transposed register tile:
+// The layout of the work inside a block. Warp w owns WARP_KEYS = 16 (or 32) keys of the key
+// tile and computes everything whose rows are keys, so that no product needs a transposed
+// register tile (shapes below for 16 keys):
 //   S^T  = K_j Q_i^T          (16 keys, BLOCK_M queries)  A: K_j (registers), B: Q_i (ldmatrix)
 //   P^T  = 2^(S^T * scale * log2 e - L_i * log2 e)        in place; 0 where masked
 //   dP^T = V_j dO_i^T                                     A: V_j (registers), B: dO_i
@@ -40,7 +41,8 @@ struct FastBwdOptions {
   int block_m = 64;          // queries per step of the loop over query tiles
   bool kv_in_regs = true;    // the warp's K and V fragments loaded once into registers; false:
                              // re-read from shared memory at every product (frees registers)
-  int warps = 8;             // 16 keys each: key tiles of 16 * warps; 4 warps run two blocks per SM
+  int warps = 8;             // key tiles of 16 * key_tiles * warps; 4 warps run two blocks per SM
+  int key_tiles = 1;         // 16-key tiles per warp: 2 uses every Q and dO fragment twice
   bool deferred_dq = false;  // dS^T double-buffered: tile i's dQ share is computed during tile
                              // i + 1, so one barrier per step instead of two
 };
@@ -54,8 +56,10 @@ struct FastBwdConfig {
   // barriers and softmax then overlap the other's products).
   static constexpr int MIN_BLOCKS_PER_SM = 8 / NUM_WARPS;
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;
-  static constexpr int BLOCK_N = 16 * NUM_WARPS;  // keys per block: 16 per warp
-  static constexpr int BLOCK_M = OPT.block_m;     // queries per step
+  static constexpr int KEY_TILES = OPT.key_tiles;
+  static constexpr int WARP_KEYS = 16 * KEY_TILES;
+  static constexpr int BLOCK_N = WARP_KEYS * NUM_WARPS;  // keys per block
+  static constexpr int BLOCK_M = OPT.block_m;            // queries per step
   static constexpr bool KV_IN_REGS = OPT.kv_in_regs;
   static constexpr bool DEFERRED_DQ = OPT.deferred_dq;
   static constexpr int DS_STAGES = DEFERRED_DQ ? 2 : 1;
@@ -74,6 +78,8 @@ struct FastBwdConfig {
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
   static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "query tiles of 32, 64 or 128 rows");
   static_assert(NUM_WARPS == 4 || NUM_WARPS == 8, "4 or 8 warps");
+  static_assert(KEY_TILES == 1 || (KEY_TILES == 2 && !KV_IN_REGS),
+                "two key tiles per warp leave no registers for K, V");
   static_assert(NUM_WARPS % DQ_ROW_GROUPS == 0 && DQ_COLS % 16 == 0, "dS K_j must split evenly over the warps");
 };
 
@@ -167,13 +173,13 @@ __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p
 }
 
 // ---- phase 2: the key-tile kernel ----------------------------------------------------------------
-// A warp's tiles with keys as rows: 16 keys by BLOCK_M queries (S^T, P^T, dP^T, dS^T), and
-// 16 keys by D (dK_j, dV_j). Lane (g = lane / 4, c = 2 (lane % 4)) holds keys g and g + 8,
-// columns c and c + 1 of each 8-column mma tile.
+// A warp's tiles with keys as rows, KEY_TILES tiles of 16 keys: by BLOCK_M queries (S^T, P^T,
+// dP^T, dS^T) and by D (dK_j, dV_j). In key tile mt, lane (g = lane / 4, c = 2 (lane % 4)) holds
+// keys 16 mt + g and 16 mt + g + 8, columns c and c + 1 of each 8-column mma tile.
 template <class Cfg>
-using KeyByQuery = float[Cfg::BLOCK_M / 8][4];
+using KeyByQuery = float[Cfg::KEY_TILES][Cfg::BLOCK_M / 8][4];
 template <class Cfg>
-using KeyByDim = float[Cfg::D / 8][4];
+using KeyByDim = float[Cfg::KEY_TILES][Cfg::D / 8][4];
 // K_j or V_j fragments of the warp's 16 keys, as A operands (one per 16-wide slice of D).
 template <class Cfg>
 using KeyFrags = std::uint32_t[Cfg::KV_IN_REGS ? Cfg::D / 16 : 1][4];
@@ -186,50 +192,69 @@ __device__ __forceinline__ void load_key_fragments(KeyFrags<Cfg>& f, const __nv_
   }
 }
 
-// acc = X_j Y_i^T for the warp's 16 keys: X_j is K_j or V_j (A operand, registers or shared
-// memory), Y_i is Q_i or dO_i, (BLOCK_M, D) in shared memory (B operand, as K in the forward).
+// acc = X_j Y_i^T for the warp's keys: X_j is K_j or V_j (A operand, registers or shared
+// memory), Y_i is Q_i or dO_i, (BLOCK_M, D) in shared memory (B operand, as K in the forward;
+// each B fragment serves the warp's KEY_TILES key tiles).
 template <class Cfg>
 __device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const KeyFrags<Cfg>& xf,
                                                   const __nv_bfloat16* sX, const __nv_bfloat16* sY, int key0,
                                                   int lane) {
+  constexpr int KT = Cfg::KEY_TILES;
 #pragma unroll
-  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
+  for (int mt = 0; mt < KT; ++mt)
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) acc[mt][t][0] = acc[mt][t][1] = acc[mt][t][2] = acc[mt][t][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < Cfg::D / 16; ++kk) {
-    std::uint32_t a[4];
-    if constexpr (Cfg::KV_IN_REGS) {
+    std::uint32_t a[KT][4];
 #pragma unroll
-      for (int r = 0; r < 4; ++r) a[r] = xf[kk][r];
-    } else {
-      ldmatrix_x4(a, addr_rows_then_chunks<Cfg>(sX, key0, 2 * kk, lane));
+    for (int mt = 0; mt < KT; ++mt) {
+      if constexpr (Cfg::KV_IN_REGS) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) a[mt][r] = xf[kk][r];
+      } else {
+        ldmatrix_x4(a[mt], addr_rows_then_chunks<Cfg>(sX, key0 + 16 * mt, 2 * kk, lane));
+      }
     }
 #pragma unroll
     for (int nn = 0; nn < Cfg::BLOCK_M / 16; ++nn) {
       std::uint32_t b[4];
       ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sY, nn * 16, 2 * kk, lane));
-      mma_bf16_16816(acc[2 * nn], a, b[0], b[1]);
-      mma_bf16_16816(acc[2 * nn + 1], a, b[2], b[3]);
+#pragma unroll
+      for (int mt = 0; mt < KT; ++mt) {
+        mma_bf16_16816(acc[mt][2 * nn], a[mt], b[0], b[1]);
+        mma_bf16_16816(acc[mt][2 * nn + 1], a[mt], b[2], b[3]);
+      }
     }
   }
 }
 
-// acc (16 keys, D) += X^T Y_i, where X^T (16 keys, BLOCK_M queries) is still in accumulator
-// registers (P^T or dS^T) and Y_i is dO_i or Q_i in shared memory. Two neighbouring 16 x 8
-// accumulator tiles make one 16 x 16 A fragment once packed to bf16, as P in the forward's P V.
+// acc (keys, D) += X^T Y_i, where X^T (keys, BLOCK_M queries) is still in accumulator registers
+// (P^T or dS^T) and Y_i is dO_i or Q_i in shared memory. Two neighbouring 16 x 8 accumulator
+// tiles make one 16 x 16 A fragment once packed to bf16, as P in the forward's P V.
 template <class Cfg>
 __device__ __forceinline__ void accumulate_keys_by_dim(KeyByDim<Cfg>& acc, const KeyByQuery<Cfg>& x,
                                                        const __nv_bfloat16* sY, int lane) {
+  constexpr int KT = Cfg::KEY_TILES;
 #pragma unroll
   for (int kk = 0; kk < Cfg::BLOCK_M / 16; ++kk) {
-    const std::uint32_t a[4] = {pack_bf16x2(x[2 * kk][0], x[2 * kk][1]), pack_bf16x2(x[2 * kk][2], x[2 * kk][3]),
-                                pack_bf16x2(x[2 * kk + 1][0], x[2 * kk + 1][1]),
-                                pack_bf16x2(x[2 * kk + 1][2], x[2 * kk + 1][3])};
+    std::uint32_t a[KT][4];
+#pragma unroll
+    for (int mt = 0; mt < KT; ++mt) {
+      a[mt][0] = pack_bf16x2(x[mt][2 * kk][0], x[mt][2 * kk][1]);
+      a[mt][1] = pack_bf16x2(x[mt][2 * kk][2], x[mt][2 * kk][3]);
+      a[mt][2] = pack_bf16x2(x[mt][2 * kk + 1][0], x[mt][2 * kk + 1][1]);
+      a[mt][3] = pack_bf16x2(x[mt][2 * kk + 1][2], x[mt][2 * kk + 1][3]);
+    }
 #pragma unroll
     for (int dd = 0; dd < Cfg::D / 16; ++dd) {
       std::uint32_t b[4];
       ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sY, kk * 16, 2 * dd, lane));
-      mma_bf16_16816(acc[2 * dd], a, b[0], b[1]);
-      mma_bf16_16816(acc[2 * dd + 1], a, b[2], b[3]);
+#pragma unroll
+      for (int mt = 0; mt < KT; ++mt) {
+        mma_bf16_16816(acc[mt][2 * dd], a[mt], b[0], b[1]);
+        mma_bf16_16816(acc[mt][2 * dd + 1], a[mt], b[2], b[3]);
+      }
     }
   }
 }
@@ -248,21 +273,23 @@ template <class Cfg>
 __device__ __forceinline__ void probabilities(KeyByQuery<Cfg>& s, const float* sL, int q0, int N_KEYS, float scale_log2,
                                               const KeyWarp& w) {
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
-  const bool ragged = w.key0 + 16 > N_KEYS;
-  const bool straddles = Cfg::CAUSAL && w.key0 + 15 > q0;  // some key of the warp comes after some query
+  const bool ragged = w.key0 + Cfg::WARP_KEYS > N_KEYS;
+  const bool straddles = Cfg::CAUSAL && w.key0 + Cfg::WARP_KEYS - 1 > q0;  // a key of the warp after a query
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 L = *reinterpret_cast<const float2*>(sL + t * 8 + c);
     const float neg_l[2] = {-L.x * kLog2e, -L.y * kLog2e};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      float x = fmaf(s[t][e], scale_log2, neg_l[e & 1]);
-      if (ragged || straddles) {
-        const int key = w.key0 + g + 8 * (e >> 1), query = q0 + t * 8 + c + (e & 1);
-        if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) x = -INFINITY;
+    for (int mt = 0; mt < Cfg::KEY_TILES; ++mt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = fmaf(s[mt][t][e], scale_log2, neg_l[e & 1]);
+        if (ragged || straddles) {
+          const int key = w.key0 + 16 * mt + g + 8 * (e >> 1), query = q0 + t * 8 + c + (e & 1);
+          if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) x = -INFINITY;
+        }
+        s[mt][t][e] = exp2_approx(x);
       }
-      s[t][e] = exp2_approx(x);
-    }
   }
 }
 
@@ -274,10 +301,13 @@ __device__ __forceinline__ void score_gradients(KeyByQuery<Cfg>& dp, const KeyBy
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 Di = *reinterpret_cast<const float2*>(sD + t * 8 + c);
-    dp[t][0] = p[t][0] * (dp[t][0] - Di.x);
-    dp[t][1] = p[t][1] * (dp[t][1] - Di.y);
-    dp[t][2] = p[t][2] * (dp[t][2] - Di.x);
-    dp[t][3] = p[t][3] * (dp[t][3] - Di.y);
+#pragma unroll
+    for (int mt = 0; mt < Cfg::KEY_TILES; ++mt) {
+      dp[mt][t][0] = p[mt][t][0] * (dp[mt][t][0] - Di.x);
+      dp[mt][t][1] = p[mt][t][1] * (dp[mt][t][1] - Di.y);
+      dp[mt][t][2] = p[mt][t][2] * (dp[mt][t][2] - Di.x);
+      dp[mt][t][3] = p[mt][t][3] * (dp[mt][t][3] - Di.y);
+    }
   }
 }
 
@@ -286,12 +316,15 @@ template <class Cfg>
 __device__ __forceinline__ void store_score_gradients(__nv_bfloat16* sdS, const KeyByQuery<Cfg>& ds, const KeyWarp& w) {
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
 #pragma unroll
-  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
-    *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(w.key_row0 + g, t) + c) =
-        pack_bf16x2(ds[t][0], ds[t][1]);
-    *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(w.key_row0 + g + 8, t) + c) =
-        pack_bf16x2(ds[t][2], ds[t][3]);
-  }
+  for (int mt = 0; mt < Cfg::KEY_TILES; ++mt)
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+      const int row = w.key_row0 + 16 * mt + g;
+      *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(row, t) + c) =
+          pack_bf16x2(ds[mt][t][0], ds[mt][t][1]);
+      *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(row + 8, t) + c) =
+          pack_bf16x2(ds[mt][t][2], ds[mt][t][3]);
+    }
 }
 
 // dQ_accum[q0 ..] += dS K_j for this warp's 16 query rows and DQ_COLS columns. A: dS, read from
@@ -335,18 +368,20 @@ __device__ __forceinline__ void write_key_gradients(const FastBwdParams& p, inde
                                                     const KeyByDim<Cfg>& dv, const KeyWarp& w) {
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int key = w.key0 + g + 8 * h;
-    if (key >= p.N_KEYS) continue;
-    __nv_bfloat16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + c;
-    __nv_bfloat16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + c;
+  for (int mt = 0; mt < Cfg::KEY_TILES; ++mt)
 #pragma unroll
-    for (int t = 0; t < Cfg::D / 8; ++t) {
-      *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
-          pack_bf16x2(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
-      *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_bf16x2(dv[t][2 * h], dv[t][2 * h + 1]);
+    for (int h = 0; h < 2; ++h) {
+      const int key = w.key0 + 16 * mt + g + 8 * h;
+      if (key >= p.N_KEYS) continue;
+      __nv_bfloat16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + c;
+      __nv_bfloat16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + c;
+#pragma unroll
+      for (int t = 0; t < Cfg::D / 8; ++t) {
+        *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
+            pack_bf16x2(dk[mt][t][2 * h] * p.scale, dk[mt][t][2 * h + 1] * p.scale);
+        *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_bf16x2(dv[mt][t][2 * h], dv[mt][t][2 * h + 1]);
+      }
     }
-  }
 }
 
 template <class Cfg>
@@ -366,7 +401,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   const int k0 = static_cast<int>(blockIdx.x) * BN;
   const index_t bh = blockIdx.y;
   const int warp = static_cast<int>(threadIdx.x) / 32;
-  const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * 16, k0 + warp * 16};
+  const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * Cfg::WARP_KEYS, k0 + warp * Cfg::WARP_KEYS};
   const __nv_bfloat16* Qb = p.Q + bh * p.stride_qb;
   const __nv_bfloat16* dOb = p.dO + bh * p.stride_dob;
   const float* Lb = p.L + bh * p.stride_lb;
@@ -393,10 +428,12 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
 
   KeyByDim<Cfg> dk, dv;
 #pragma unroll
-  for (int t = 0; t < D / 8; ++t) {
-    dk[t][0] = dk[t][1] = dk[t][2] = dk[t][3] = 0.0f;
-    dv[t][0] = dv[t][1] = dv[t][2] = dv[t][3] = 0.0f;
-  }
+  for (int mt = 0; mt < Cfg::KEY_TILES; ++mt)
+#pragma unroll
+    for (int t = 0; t < D / 8; ++t) {
+      dk[mt][t][0] = dk[mt][t][1] = dk[mt][t][2] = dk[mt][t][3] = 0.0f;
+      dv[mt][t][0] = dv[mt][t][1] = dv[mt][t][2] = dv[mt][t][3] = 0.0f;
+    }
   KeyFrags<Cfg> kf, vf;
 
   if (m_begin < m_end) {
