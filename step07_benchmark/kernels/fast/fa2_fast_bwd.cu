@@ -52,6 +52,15 @@ FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
 
 template <class Cfg>
 void launch_fast_bwd(const FlashBwdArgs& a, cudaStream_t stream) {
+  // The key-tile kernel's grid is (batch, key tiles): the key tile is the slow index, so the
+  // heaviest causal blocks of every head start first. CUDA caps a grid's y dimension at 65535.
+  const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);
+  if (key_blocks > 65535) {
+    throw std::invalid_argument("K.shape: N_k = " + std::to_string(a.k_shape[1]) +
+                                " needs more than 65535 key tiles of " + std::to_string(Cfg::BLOCK_N) +
+                                " (the launch grid's y dimension); the fast backward takes N_k up to " +
+                                std::to_string(65535 * Cfg::BLOCK_N));
+  }
   const FastBwdParams p = make_fast_bwd_params(a);
   const auto batch = static_cast<unsigned>(a.q_shape[0]);
   // The row phases: one thread per 16-byte chunk of a query row.
@@ -65,8 +74,8 @@ void launch_fast_bwd(const FlashBwdArgs& a, cudaStream_t stream) {
     return true;
   }();
   (void)opted_in;
-  const auto key_blocks = static_cast<unsigned>(cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N));
-  fast_bwd_kernel<Cfg><<<dim3(key_blocks, batch), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  fast_bwd_kernel<Cfg>
+      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
   fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);

@@ -130,8 +130,9 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 template <int D>
 __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p) {
   constexpr int CHUNKS = D / 8;
-  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const int row = t / CHUNKS, chunk = t % CHUNKS;
+  const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t row = t / CHUNKS;
+  const int chunk = static_cast<int>(t % CHUNKS);
   const index_t bh = blockIdx.y;
   const bool valid = row < p.N_QUERIES;
   float dot = 0.0f;
@@ -157,8 +158,9 @@ __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p
 template <int D>
 __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p) {
   constexpr int CHUNKS = D / 8;
-  const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  const int row = t / CHUNKS, chunk = t % CHUNKS;
+  const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t row = t / CHUNKS;
+  const int chunk = static_cast<int>(t % CHUNKS);
   const index_t bh = blockIdx.y;
   if (row >= p.N_QUERIES) return;
   const auto* acc = reinterpret_cast<const float4*>(p.dQ_accum + bh * p.stride_accb + row * p.stride_accq + chunk * 8);
@@ -396,10 +398,12 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   auto* sL = reinterpret_cast<float*>(sdS + Cfg::DS_STAGES * BN * BM);  // 2 stages x BLOCK_M
   float* sD = sL + 2 * BM;                                              // 2 stages x BLOCK_M
 
-  // Causal: key tile 0 meets every query tile, the last one the fewest; blocks start in grid
-  // order, so the heaviest go first.
-  const int k0 = static_cast<int>(blockIdx.x) * BN;
-  const index_t bh = blockIdx.y;
+  // The grid is (batch, key tiles), x fastest: blocks start in the order of their key tile over
+  // every (batch, head) at once. Causal, key tile 0 meets every query tile and the last one the
+  // fewest, so the heaviest blocks of all heads go first and the light ones fill the tail
+  // (longest-processing-time first).
+  const int k0 = static_cast<int>(blockIdx.y) * BN;
+  const index_t bh = blockIdx.x;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * Cfg::WARP_KEYS, k0 + warp * Cfg::WARP_KEYS};
   const __nv_bfloat16* Qb = p.Q + bh * p.stride_qb;
