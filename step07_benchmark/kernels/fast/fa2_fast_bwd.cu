@@ -52,13 +52,13 @@ FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
 
 template <class Cfg>
 void launch_fast_bwd(const FlashBwdArgs& a, cudaStream_t stream) {
-  // The key-tile kernel's grid is (batch, key tiles) when causal, so that the heaviest blocks of
-  // every head start first, else (key tiles, batch). CUDA caps a grid's y dimension at 65535.
+  // The key-tile kernel's grid is (batch, key tiles): the key tile is the slow index, so the
+  // heaviest causal blocks of every head start first. CUDA caps a grid's y dimension at 65535.
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);
-  if (Cfg::CAUSAL && key_blocks > 65535) {
+  if (key_blocks > 65535) {
     throw std::invalid_argument("K.shape: N_k = " + std::to_string(a.k_shape[1]) +
                                 " needs more than 65535 key tiles of " + std::to_string(Cfg::BLOCK_N) +
-                                " (the launch grid's y dimension); the causal fast backward takes N_k up to " +
+                                " (the launch grid's y dimension); the fast backward takes N_k up to " +
                                 std::to_string(65535 * Cfg::BLOCK_N));
   }
   const FastBwdParams p = make_fast_bwd_params(a);
@@ -74,9 +74,8 @@ void launch_fast_bwd(const FlashBwdArgs& a, cudaStream_t stream) {
     return true;
   }();
   (void)opted_in;
-  const auto tiles = static_cast<unsigned>(key_blocks);
-  const dim3 grid = Cfg::CAUSAL ? dim3(batch, tiles) : dim3(tiles, batch);
-  fast_bwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  fast_bwd_kernel<Cfg>
+      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
   fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);

@@ -398,13 +398,12 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   auto* sL = reinterpret_cast<float*>(sdS + Cfg::DS_STAGES * BN * BM);  // 2 stages x BLOCK_M
   float* sD = sL + 2 * BM;                                              // 2 stages x BLOCK_M
 
-  // Causal, the grid is (batch, key tiles), x fastest: blocks start in the order of their key
-  // tile over every (batch, head) at once. Key tile 0 meets every query tile and the last one the
+  // The grid is (batch, key tiles), x fastest: blocks start in the order of their key tile over
+  // every (batch, head) at once. Causal, key tile 0 meets every query tile and the last one the
   // fewest, so the heaviest blocks of all heads go first and the light ones fill the tail
-  // (longest-processing-time first). Otherwise all blocks weigh the same and the grid is (key
-  // tiles, batch): the blocks running together share a head, whose Q and dO then stay in L2.
-  const int k0 = static_cast<int>(Cfg::CAUSAL ? blockIdx.y : blockIdx.x) * BN;
-  const index_t bh = Cfg::CAUSAL ? blockIdx.x : blockIdx.y;
+  // (longest-processing-time first).
+  const int k0 = static_cast<int>(blockIdx.y) * BN;
+  const index_t bh = blockIdx.x;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * Cfg::WARP_KEYS, k0 + warp * Cfg::WARP_KEYS};
   const __nv_bfloat16* Qb = p.Q + bh * p.stride_qb;
