@@ -27,17 +27,6 @@ FlashPasses<T> gpu_passes(CudaBwdLaunchFn backward) {
                      bool causal) { return run_backward_with_device_tensors<T>(backward, Q, K, V, O, L, dO, causal); }};
 }
 
-// Elements of each row of `row_length` outside [first, first + D) that are no longer NaN.
-template <class E>
-int written_outside(const std::vector<E>& storage, index_t row_length, index_t first, index_t D) {
-  int written = 0;
-  for (std::size_t i = 0; i < storage.size(); ++i) {
-    const index_t col = static_cast<index_t>(i) % row_length;
-    if ((col < first || col >= first + D) && !std::isnan(convert<float>(storage[i]))) ++written;
-  }
-  return written;
-}
-
 // Every tensor is head `head` of a (B, N, heads, D) bf16 (or float32 workspace) tensor: rows of
 // heads * D elements, the view starting at element head * D. The other heads start as NaN and
 // must stay so; the gradients must match the float64 reference. L and D_rows are strided too.

@@ -1,7 +1,8 @@
 // Every row of the variants table on the GPU, against the float64 reference: step05's kernel at
-// larger tiles, the ladder (v2-v4, float32 and bf16), the fast kernel's configurations (v5, bf16)
-// and the fast backward's (v5 and v5b.*: dQ, dK, dV). A variant that fails here is wrong,
-// whatever its speed.
+// larger tiles, the ladder (v2-v4, float32 and bf16), the fast kernel's configurations (v5, bf16),
+// v6 on Hopper (skipped, with the reason, on other GPUs or in a build without sm_90a) and the
+// fast backward's (v5 and v5b.*: dQ, dK, dV). A variant that fails here is wrong, whatever its
+// speed.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -40,6 +41,25 @@ void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vec
   }
 }
 
+// Whether this GPU and this build can run the row's forward: v6 needs sm_90a code and an sm_90
+// device. Says why not, once per row, when it cannot.
+bool runs_here(const fa2::variants::KernelVariant& v) {
+  if (v.family != "hopper") return true;
+  const std::string why = fa2::fast::hopper_unavailable();
+  if (why.empty()) return true;
+  MESSAGE(v.key, " not run: ", why);
+  return false;
+}
+
+// The tuned forward and every v6 configuration that runs here: the layout checks below.
+std::vector<const fa2::variants::KernelVariant*> layout_checked_forwards() {
+  std::vector<const fa2::variants::KernelVariant*> out;
+  for (const auto& v : kernel_variants()) {
+    if (v.cuda != nullptr && (v.key == "v5" || v.family == "hopper") && runs_here(v)) out.push_back(&v);
+  }
+  return out;
+}
+
 // The rows with a GPU backward other than step05's (which has its own suite, -L backward).
 std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
   std::vector<const fa2::variants::KernelVariant*> out;
@@ -65,7 +85,8 @@ TEST_SUITE("gpu+variants") {
                      fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end())
+      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end() ||
+          !runs_here(v))
         continue;
       INFO(v.name());
       fa2::testing::check_article_matrix<T>(gpu_runner<T>(v.cuda), v.head_dims);
@@ -75,7 +96,7 @@ TEST_SUITE("gpu+variants") {
   TEST_CASE("GPU: every bf16 variant handles causal N_q != N_k, ragged tiles and odd lengths") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || v.family == "ours") continue;  // step05's kernel: step05's own GPU tests
+      if (v.cuda == nullptr || v.family == "ours" || !runs_here(v)) continue;  // step05's: its own GPU tests
       INFO(v.name());
       check_extra(gpu_runner<fa2::bf16>(v.cuda), v.head_dims);
     }
@@ -83,6 +104,26 @@ TEST_SUITE("gpu+variants") {
 }
 
 TEST_SUITE("gpu+variants") {
+  TEST_CASE("GPU: the tuned forward and v6 read and write a head of a (B, N, H, D) tensor through its strides") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : layout_checked_forwards()) {
+      INFO(v->name());
+      for (const int D : v->head_dims) {
+        if (D < 64) continue;
+        for (bool causal : {false, true}) fa2::testing::check_forward_head_view(v->cuda, causal, D);
+      }
+    }
+  }
+
+  TEST_CASE("GPU: the tuned forward and v6 address batch strides past 2^31 elements in 64 bits") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : layout_checked_forwards()) {
+      INFO(v->name());
+      const int D = *std::max_element(v->head_dims.begin(), v->head_dims.end());
+      for (bool causal : {false, true}) fa2::testing::check_forward_batch_stride_past_2_31(v->cuda, causal, D);
+    }
+  }
+
   TEST_CASE("GPU: every fast backward gives the float64 reference's gradients on the article's shapes") {
     FA2_SKIP_WITHOUT_GPU();
     REQUIRE_FALSE(fast_backwards().empty());
@@ -182,7 +223,7 @@ TEST_SUITE("gpu+sanitizer") {
   TEST_CASE("GPU: fast configurations on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || v.family != "fast") continue;
+      if (v.cuda == nullptr || (v.family != "fast" && v.family != "hopper") || !runs_here(v)) continue;
       INFO(v.name());
       for (const fa2::testing::FlashShape shape :
            {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
@@ -217,6 +258,18 @@ TEST_SUITE("variants") {
     auto d = fa2::make_flash_args<fa2::bf16>(h128.cview(), h128.cview(), h128.cview(), h128.view(), lh.view(), false);
     CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr),
                          doctest::Contains("built for head dims 64"), std::invalid_argument);
+  }
+
+  TEST_CASE("v6 refuses what it does not support, naming the argument") {
+    // Runs without a GPU: the argument checks come before the question of the device.
+    fa2::Tensor<fa2::bf16, 3> h32({1, 8, 32});
+    fa2::Tensor<float, 2> l({1, 8});
+    auto a = fa2::make_flash_args<fa2::bf16>(h32.cview(), h32.cview(), h32.cview(), h32.view(), l.view(), false);
+    CHECK_THROWS_WITH_AS(fa2::fast::v6_overlap(a, nullptr), doctest::Contains("head_dim: v6 takes 64 or 128"),
+                         std::invalid_argument);
+    fa2::Tensor<float, 3> f({1, 8, 64});
+    auto b = fa2::make_flash_args<float>(f.cview(), f.cview(), f.cview(), f.view(), l.view(), false);
+    CHECK_THROWS_WITH_AS(fa2::fast::v6_lockstep(b, nullptr), doctest::Contains("bfloat16 only"), std::invalid_argument);
   }
 
   TEST_CASE("the fast backward refuses what it does not support, naming the argument") {

@@ -38,6 +38,21 @@ void v5_w8_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v5_w4x2_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v5_w4_overlap(const FlashFwdArgs&, ::CUstream_st*);
 
+// Variant 6 (fa2_hopper.cuh): v5's forward on Hopper's wgmma, sm_90 only. Empty when this build
+// and this GPU can run it (sm_90a code, an sm_90 device), otherwise why not.
+std::string hopper_unavailable();
+// Empty when v6 can run these arguments: the fast kernel's conditions, head dim 64 or 128, grid
+// limits, and hopper_unavailable().
+std::string hopper_unsupported_reason(const FlashFwdArgs& args);
+// The tuned choice among them, by head dim and amount of work: the benchmark's "v6".
+void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
+// Its configurations (kernels/variants.cpp says what each adds): v6.1 to v6.5.
+void v6_lockstep(const FlashFwdArgs&, ::CUstream_st*);
+void v6_overlap(const FlashFwdArgs&, ::CUstream_st*);
+void v6_overlap_bn64(const FlashFwdArgs&, ::CUstream_st*);
+void v6_overlap_wg3(const FlashFwdArgs&, ::CUstream_st*);
+void v6_overlap_wg3_bn64(const FlashFwdArgs&, ::CUstream_st*);
+
 // The fast backward (fa2_fast_bwd.cuh), flash_bwd_cuda's signature (CudaBwdLaunchFn). Empty when
 // it can run these arguments, otherwise why not: the forward's conditions, and dO, dQ, dK, dV
 // and dQ_accum with 16-byte aligned rows.

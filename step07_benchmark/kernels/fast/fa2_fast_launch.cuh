@@ -13,8 +13,8 @@
 
 namespace fa2::fast {
 
-template <class Cfg>
-void launch_fast(const FlashFwdArgs& a, cudaStream_t stream) {
+// The kernel's arguments from FlashFwdArgs, for query tiles of block_m rows (v5 and v6 share them).
+inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
   FastParams p{};
   p.Q = static_cast<const __nv_bfloat16*>(a.q);
   p.K = static_cast<const __nv_bfloat16*>(a.k);
@@ -28,8 +28,14 @@ void launch_fast(const FlashFwdArgs& a, cudaStream_t stream) {
   p.stride_lb = a.l_strides[0], p.stride_lq = a.l_strides[1];
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
-  p.n_q_tiles = static_cast<int>(cdiv<index_t>(a.q_shape[1], Cfg::BLOCK_M));
+  p.n_q_tiles = static_cast<int>(cdiv<index_t>(a.q_shape[1], block_m));
   p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
+  return p;
+}
+
+template <class Cfg>
+void launch_fast(const FlashFwdArgs& a, cudaStream_t stream) {
+  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
   static const bool opted_in = [] {
     FA2_CUDA_CHECK(cudaFuncSetAttribute(fast_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(Cfg::smem_bytes)));

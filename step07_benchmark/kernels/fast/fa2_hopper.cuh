@@ -1,0 +1,362 @@
+// Variant 6: v5's forward (fa2_fast.cuh) with its two products moved from mma.sync to Hopper's
+// wgmma (wgmma_primitives.cuh). A warpgroup of four warps owns 64 query rows and multiplies them
+// in one instruction per 16-deep slice, Q and K straight from shared memory; P stays in
+// registers and feeds O += P V as the A operand. wgmma runs in the background, so the first
+// change it allows is overlap: S_{j+1} = Q K_{j+1}^T is issued before the softmax of tile j and
+// computes while the exponentials do (OVERLAP). The online softmax, the masks and the epilogue
+// are v5's functions, unchanged: a warp's 16 rows of a wgmma accumulator have mma.sync's layout.
+//
+// Shared memory holds every tile in wgmma's 128-byte-swizzle layout: a (ROWS, D) tile is D / 64
+// column blocks of (ROWS, 64), each 1024-byte aligned; for D = 64 that is v5's own layout.
+// bf16, head dims 64 and 128, sm_90a only (fa2_hopper.cu; the kernel body is empty elsewhere).
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // FastParams, RowState, the softmax and epilogue
+#include "step07_benchmark/kernels/fast/mma_primitives.cuh"
+#include "step07_benchmark/kernels/fast/wgmma_primitives.cuh"
+
+namespace fa2::fast {
+
+struct HopperOptions {
+  int warpgroups = 2;    // 64 query rows each; they share the K and V tiles of the block
+  int block_n = 128;     // keys per tile (the N of S's wgmma)
+  bool overlap = false;  // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
+  int stages = 2;        // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
+  int min_blocks = 1;    // blocks per SM the registers must leave room for
+};
+
+template <int D_, bool CAUSAL_, HopperOptions OPT>
+struct HopperConfig {
+  static constexpr int D = D_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int WARPGROUPS = OPT.warpgroups;
+  static constexpr int NUM_WARPS = 4 * WARPGROUPS;
+  static constexpr int NUM_THREADS = 32 * NUM_WARPS;
+  static constexpr int BLOCK_M = 64 * WARPGROUPS;
+  static constexpr int BLOCK_N = OPT.block_n;
+  static constexpr bool OVERLAP = OPT.overlap;
+  // What v5's functions read (online_softmax, mask_scores, write_output): one 16-row tile per
+  // warp, O stored straight from registers.
+  static constexpr int WARP_M = 1;
+  static constexpr bool O_VIA_SMEM = false;
+  static constexpr int CHUNKS = D / 8;
+  static constexpr int STAGES = OPT.stages;
+  static constexpr int MIN_BLOCKS_PER_SM = OPT.min_blocks;
+  static constexpr int TILE_ALIGN = 1024;  // a swizzle atom: 8 rows of 128 bytes
+  static constexpr std::size_t smem_bytes =
+      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16) + TILE_ALIGN;
+  static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
+  static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
+  static_assert(OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2,
+                "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
+};
+
+// Element offset of 16-byte chunk `chunk` of row `row` in a (ROWS, D) tile in the 128-byte-swizzle
+// layout: column block chunk / 8, then the row, then the chunk XOR-ed with the row's place in its
+// 8-row atom.
+template <int ROWS>
+__device__ __forceinline__ int sw128_offset(int row, int chunk) {
+  return (chunk / 8) * ROWS * 64 + row * 64 + ((chunk % 8) ^ (row % 8)) * 8;
+}
+
+// ROWS rows of a (N, D) tensor from row0 into a (ROWS, D) tile, in the background; rows past
+// n_rows are zero-filled (as v5's load_tile_async).
+template <class Cfg, int ROWS>
+__device__ __forceinline__ void load_tile_sw128(__nv_bfloat16* tile, const __nv_bfloat16* base, index_t row_stride,
+                                                int row0, int n_rows) {
+  constexpr int total = ROWS * Cfg::CHUNKS;
+#pragma unroll
+  for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
+    const int r = i / Cfg::CHUNKS, c = i % Cfg::CHUNKS;
+    const bool valid = row0 + r < n_rows;
+    const __nv_bfloat16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * 8 : base;
+    cp_async_16(smem_address(tile + sw128_offset<ROWS>(r, c)), src, valid);
+  }
+}
+
+// S = Q K_j^T for the warpgroup's 64 rows: D / 16 wgmma, issued and committed as one group (not
+// waited for). sQ_wg is the warpgroup's first row of the (BLOCK_M, D) Q tile.
+template <class Cfg>
+__device__ __forceinline__ void issue_scores(ScoreFrags<Cfg>& s, const __nv_bfloat16* sQ, int wg,
+                                             const __nv_bfloat16* sKj) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < Cfg::D / 16; ++kk) {
+    // Slice kk: column block kk / 4, 32 bytes further per slice inside the 128-byte row.
+    const int block = kk / 4, within = (kk % 4) * 16;
+    const std::uint64_t a = sw128_descriptor(sQ + block * BM * 64 + wg * 64 * 64 + within, 16, 1024);
+    const std::uint64_t b = sw128_descriptor(sKj + block * BN * 64 + within, 16, 1024);
+    wgmma_ss<BN>(s[0], a, b, kk > 0);
+  }
+  wgmma_commit();
+}
+
+// O += P V_j: BLOCK_N / 16 wgmma, P (this warp's 16 rows) packed to bf16 as the A operand, V_j
+// read keys x D (MN-major: 16 keys are 16 rows of 128 bytes, 2048 bytes per slice; the D / 64
+// column blocks BLOCK_N * 128 bytes apart). Issued and committed as one group.
+template <class Cfg>
+__device__ __forceinline__ void issue_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const __nv_bfloat16* sVj) {
+  constexpr int BN = Cfg::BLOCK_N;
+  std::uint32_t pa[BN / 16][4];
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    pa[kk][0] = pack_bf16x2(s[0][2 * kk][0], s[0][2 * kk][1]);
+    pa[kk][1] = pack_bf16x2(s[0][2 * kk][2], s[0][2 * kk][3]);
+    pa[kk][2] = pack_bf16x2(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+    pa[kk][3] = pack_bf16x2(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+  }
+  fence_accumulators(st.o[0]);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    wgmma_rs_tb<Cfg::D>(st.o[0], pa[kk], sw128_descriptor(sVj + kk * 16 * 64, BN * 128, 1024));
+  }
+  wgmma_commit();
+}
+
+// P of the warp's 16 rows of a tile, bf16, as the A operand of O += P V (one fragment per 16 keys).
+template <class Cfg>
+using PFrags = std::uint32_t[Cfg::BLOCK_N / 16][4];
+
+// The online softmax of one tile for the overlapped loop: v5's online_softmax without the O
+// rescale, since a wgmma may still be accumulating into O. S becomes P (fp32) in place, m and l
+// move, and alpha returns the factor O must be multiplied by once that wgmma is done.
+template <class Cfg>
+__device__ __forceinline__ void softmax_probabilities(ScoreFrags<Cfg>& s, RowState<Cfg>& st, float (&alpha)[2], int k0,
+                                                      int N_KEYS, float scale_log2, const WarpPlace& w) {
+  constexpr int BN = Cfg::BLOCK_N;
+  mask_scores<Cfg>(s, k0, N_KEYS, w);
+  float row_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) row_max[e >> 1] = fmaxf(row_max[e >> 1], s[0][t][e]);
+  float neg_m[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+    row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
+    const float m_new = fmaxf(st.m[0][h], row_max[h] * scale_log2);
+    const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // a row with no key yet: no NaN
+    alpha[h] = exp2_approx(st.m[0][h] - m_use);
+    st.m[0][h] = m_new;
+    st.l[0][h] *= alpha[h];
+    neg_m[h] = -m_use;
+  }
+#pragma unroll
+  for (int t = 0; t < BN / 8; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float pr = exp2_approx(fmaf(s[0][t][e], scale_log2, neg_m[e >> 1]));
+      s[0][t][e] = pr;
+      st.l[0][e >> 1] += pr;
+    }
+}
+
+// P (fp32, this warp's 16 rows) packed to bf16 A fragments for O += P V, one per 16 keys.
+template <class Cfg>
+__device__ __forceinline__ void pack_probabilities(const ScoreFrags<Cfg>& s, PFrags<Cfg>& pa) {
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_N / 16; ++kk) {
+    pa[kk][0] = pack_bf16x2(s[0][2 * kk][0], s[0][2 * kk][1]);
+    pa[kk][1] = pack_bf16x2(s[0][2 * kk][2], s[0][2 * kk][3]);
+    pa[kk][2] = pack_bf16x2(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
+    pa[kk][3] = pack_bf16x2(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void rescale_output(RowState<Cfg>& st, const float (&alpha)[2]) {
+#pragma unroll
+  for (int t = 0; t < Cfg::D / 8; ++t) {
+    st.o[0][t][0] *= alpha[0];
+    st.o[0][t][1] *= alpha[0];
+    st.o[0][t][2] *= alpha[1];
+    st.o[0][t][3] *= alpha[1];
+  }
+}
+
+// O += P V_j from packed P (the overlapped loop's form of issue_pv).
+template <class Cfg>
+__device__ __forceinline__ void issue_pv_packed(RowState<Cfg>& st, const PFrags<Cfg>& pa, const __nv_bfloat16* sVj) {
+  constexpr int BN = Cfg::BLOCK_N;
+  fence_accumulators(st.o[0]);
+  wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < BN / 16; ++kk) {
+    wgmma_rs_tb<Cfg::D>(st.o[0], pa[kk], sw128_descriptor(sVj + kk * 16 * 64, BN * 128, 1024));
+  }
+  wgmma_commit();
+}
+
+// The overlapped loop (FlashAttention-3's intra-warpgroup pipelining): iteration j issues
+// S_{j+1} = Q K_{j+1}^T and O += P_j V_j back to back, waits for S_{j+1} alone, computes its
+// softmax in fp32 while O's product is still running, then waits for that, rescales O and packs
+// P_{j+1} into the registers P_j held. (Writing the packed P during the wait would redefine
+// registers an in-flight wgmma reads: ptxas would then serialise every wgmma.)
+// Loads: tile t (K_t and V_t, one cp.async group; Q rides with tile 0) goes to stage t % STAGES.
+// The first STAGES tiles are requested up front; iteration j >= 1 requests tile j - 1 + STAGES
+// into the stage tile j - 1 left (S_{j-1} and P_{j-1} V_{j-1} finished before its barrier).
+// n_seen: the tiles this warpgroup takes part in (causal: up to its last row; the block's
+// n_tiles otherwise), at least 1.
+template <class Cfg, class KStage, class VStage, class LoadTile>
+__device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, int n_tiles, int n_seen,
+                                                           RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg,
+                                                           const KStage& K_stage, const VStage& V_stage,
+                                                           const LoadTile& load_tile, const WarpPlace& w) {
+  constexpr int BN = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
+#pragma unroll
+  for (int t = 0; t < STAGES; ++t) {
+    if (t < n_tiles) load_tile(t);
+    cp_async_commit();  // empty groups keep the count the waits below rely on
+  }
+  cp_async_wait<STAGES - 1>();  // Q and tile 0
+  fence_proxy_async();
+  __syncthreads();
+  PFrags<Cfg> pa;
+  {
+    ScoreFrags<Cfg> s;
+    issue_scores<Cfg>(s, sQ, wg, K_stage(0));  // every warpgroup sees tile 0
+    wgmma_wait<0>();
+    fence_accumulators(s[0]);
+    float alpha[2];
+    softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
+    pack_probabilities<Cfg>(s, pa);
+  }
+  for (int j = 0; j < n_tiles; ++j) {
+    // Tile j + 1 must have landed: of the groups committed so far (STAGES, plus one per
+    // iteration from the second on), only those after it may still be in flight.
+    if (j == 0) {
+      cp_async_wait<STAGES - 2>();
+    } else {
+      cp_async_wait<STAGES - 3>();
+    }
+    fence_proxy_async();
+    __syncthreads();
+    if (j > 0) {
+      if (j - 1 + STAGES < n_tiles) load_tile(j - 1 + STAGES);
+      cp_async_commit();
+    }
+    // Every branch below issues and waits the same way on every path (ptxas serialises wgmma it
+    // cannot follow through conditional issues); the branch taken is the warpgroup's.
+    if (j + 1 < n_seen) {
+      ScoreFrags<Cfg> s;
+      issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
+      issue_pv_packed<Cfg>(st, pa, V_stage(j));
+      wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
+      fence_accumulators(s[0]);
+      float alpha[2];
+      softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
+      wgmma_wait<0>();  // P_j (pa) and O are free again
+      fence_accumulators(st.o[0]);
+      fence_fragments(pa);
+      rescale_output<Cfg>(st, alpha);
+      pack_probabilities<Cfg>(s, pa);
+    } else if (j + 1 == n_seen) {
+      issue_pv_packed<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
+      wgmma_wait<0>();
+      fence_accumulators(st.o[0]);
+    }
+  }
+}
+
+// The key loop. Groups of cp.async in flight at the start, oldest first: {Q, K_0}, {V_0}. Every
+// tile: wait for K_j, S_j (wgmma), softmax, wait for V_j, O += P V_j (wgmma), with the loads of
+// tile j + 1 issued behind each wait. A warpgroup whose rows all come before tile j skips it
+// (the decision is the warpgroup's: wgmma needs all four warps).
+template <class Cfg>
+__device__ __forceinline__ void hopper_key_loop(const FastParams& p, index_t bh, int n_tiles, int wg_last_query,
+                                                RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg, __nv_bfloat16* sK,
+                                                __nv_bfloat16* sV, const WarpPlace& w) {
+  constexpr int BN = Cfg::BLOCK_N, D = Cfg::D;
+  const __nv_bfloat16* Kb = p.K + bh * p.stride_kb;
+  const __nv_bfloat16* Vb = p.V + bh * p.stride_vb;
+  const auto K_stage = [&](int j) { return sK + (j % Cfg::STAGES) * BN * D; };
+  const auto V_stage = [&](int j) { return sV + (j % Cfg::STAGES) * BN * D; };
+  const auto load_K = [&](int j) { load_tile_sw128<Cfg, BN>(K_stage(j), Kb, p.stride_kk, j * BN, p.N_KEYS); };
+  const auto load_V = [&](int j) { load_tile_sw128<Cfg, BN>(V_stage(j), Vb, p.stride_vk, j * BN, p.N_KEYS); };
+  const auto sees = [&](int j) { return !Cfg::CAUSAL || j * BN <= wg_last_query; };
+
+  if constexpr (!Cfg::OVERLAP) {
+    load_K(0);
+    cp_async_commit();
+    load_V(0);
+    cp_async_commit();
+    for (int j = 0; j < n_tiles; ++j) {
+      const bool has_next = j + 1 < n_tiles;
+      cp_async_wait<1>();  // K_j (and Q) landed
+      fence_proxy_async();
+      __syncthreads();
+      if (has_next) load_K(j + 1);
+      cp_async_commit();
+      ScoreFrags<Cfg> s;
+      if (sees(j)) {
+        issue_scores<Cfg>(s, sQ, wg, K_stage(j));
+        wgmma_wait<0>();
+        fence_accumulators(s[0]);
+        mask_scores<Cfg>(s, j * BN, p.N_KEYS, w);
+        online_softmax<Cfg>(s, st, p.scale_log2);
+      }
+      cp_async_wait<1>();  // V_j landed
+      fence_proxy_async();
+      __syncthreads();
+      if (has_next) load_V(j + 1);
+      cp_async_commit();
+      if (sees(j)) {
+        issue_pv<Cfg>(st, s, V_stage(j));
+        wgmma_wait<0>();
+        fence_accumulators(st.o[0]);
+      }
+    }
+  } else {
+    const int n_seen = Cfg::CAUSAL ? min(n_tiles, wg_last_query / BN + 1) : n_tiles;
+    const auto load_tile = [&](int j) {
+      load_K(j);
+      load_V(j);
+    };
+    hopper_key_loop_overlapped<Cfg>(p, n_tiles, n_seen, st, sQ, wg, K_stage, V_stage, load_tile, w);
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) hopper_fwd_kernel(const FastParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
+  extern __shared__ unsigned char smem_raw[];
+  // wgmma's swizzle is computed from address bits: every tile starts on a 1024-byte boundary.
+  const std::uint32_t misalign = smem_address(smem_raw) % Cfg::TILE_ALIGN;
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw + (misalign ? Cfg::TILE_ALIGN - misalign : 0));  // (BM, D)
+  __nv_bfloat16* sK = sQ + BM * D;                // STAGES x (BN, D)
+  __nv_bfloat16* sV = sK + Cfg::STAGES * BN * D;  // STAGES x (BN, D)
+
+  // Non-causal blocks go in the order of their query tile, head by head (the blocks running
+  // together share K and V in L2). Causal: the grid is (batch, query tiles), so the heaviest
+  // tiles of every head start first and the light ones fill the tail.
+  const int q_tile = Cfg::CAUSAL ? p.n_q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
+  const index_t bh = Cfg::CAUSAL ? blockIdx.x : blockIdx.y;
+  const int q0 = q_tile * BM;
+  const int warp = static_cast<int>(threadIdx.x) / 32, wg = warp / 4;
+  const WarpPlace w{static_cast<int>(threadIdx.x) % 32, warp * 16, q0 + warp * 16};
+
+  int n_tiles = (p.N_KEYS + BN - 1) / BN;
+  if constexpr (Cfg::CAUSAL) n_tiles = min(n_tiles, (min(q0 + BM, p.N_QUERIES) - 1) / BN + 1);
+
+  RowState<Cfg> st;
+  init_row_state<Cfg>(st);
+  load_tile_sw128<Cfg, BM>(sQ, p.Q + bh * p.stride_qb, p.stride_qq, q0, p.N_QUERIES);  // lands with K_0
+  hopper_key_loop<Cfg>(p, bh, n_tiles, q0 + 64 * wg + 63, st, sQ, wg, sK, sV, w);
+  cp_async_wait<0>();
+  write_output<Cfg>(p, st, w, q0, bh, sQ);
+#else
+  (void)p;  // built for another target: the launcher never starts it there
+#endif
+}
+
+}  // namespace fa2::fast
