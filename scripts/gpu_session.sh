@@ -77,13 +77,14 @@ phase_test() {
   FA2_REQUIRE_GPU=1 ctest --test-dir "$build" -j 8 --timeout 900 --output-on-failure > "$out/ctest.log" 2>&1 || status=1
   grep -E "tests passed|\*\*\*Failed|\*\*\*Skipped|\*\*\*Timeout" "$out/ctest.log" | tail -n 20
 
-  log "SASS of the fast kernels: tensor-core, ldmatrix, cp.async and local-memory instructions"
+  log "SASS of the fast kernels: tensor-core (mma.sync, wgmma), ldmatrix, cp.async and local-memory instructions"
   cuobjdump -sass "$build/step07_benchmark/step07_bench" 2> /dev/null | awk '
     /Function :/ { name = $3 }
-    /HMMA/ { hmma[name]++ } /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
-    END { for (n in hmma) printf "%6d HMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
-  ' | sort -k9 > "$out/sass_counts.txt"
-  echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$7 > 0' "$out/sass_counts.txt" | wc -l)"
+    /HMMA/ { hmma[name]++; seen[name] = 1 } /HGMMA/ { hgmma[name]++; seen[name] = 1 }
+    /LDSM/ { ldsm[name]++ } /LDGSTS/ { ldgsts[name]++ } /LDL|STL/ { local[name]++ }
+    END { for (n in seen) printf "%6d HMMA %5d HGMMA %5d LDSM %5d LDGSTS %4d LDL/STL  %s\n", hmma[n], hgmma[n], ldsm[n], ldgsts[n], local[n], substr(n, 1, 150) }
+  ' | sort -k11 > "$out/sass_counts.txt"
+  echo "  $(wc -l < "$out/sass_counts.txt") kernels; with local memory: $(awk '$9 > 0' "$out/sass_counts.txt" | wc -l)"
 
   if [ ! -f "$build/python/libfa2_torch_ops.so" ]; then
     log "PyTorch operators: not built (python3 cannot import torch), their tests not run"

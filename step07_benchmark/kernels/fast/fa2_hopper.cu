@@ -1,8 +1,11 @@
 // Host side of v6 (fa2_hopper.cuh): when it can run, its launch, and its configurations. CMake
 // compiles this file for sm_90a alone when 90 is among the CUDA architectures and then defines
 // FA2_HOPPER_SM90A; otherwise the launchers exist but refuse, naming the reason.
+#include <cuda.h>
+#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <string>
@@ -66,6 +69,61 @@ void launch_hopper(const FlashFwdArgs& a, cudaStream_t stream) {
   hopper_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 }
+
+// cuTensorMapEncodeTiled, from the driver the runtime has loaded (no link to libcuda: a machine
+// without a driver still runs every host program of the project).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const auto encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    FA2_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr) {
+      throw std::runtime_error("v6: the CUDA driver does not offer cuTensorMapEncodeTiled");
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  return encode;
+}
+
+// The TMA view of a (batch, N, D) bf16 tensor with a contiguous head dim: dims (D, N, batch),
+// innermost first, byte strides for rows and batches; a box of 64 columns (the 128-byte swizzle's
+// row) by box_rows rows, rows past N read as zeros.
+CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
+                     int box_rows) {
+  constexpr index_t kBytes = 2;
+  // With one batch element its stride is never used; give the map a well-formed one.
+  const index_t batch_bytes = batch == 1 ? std::max<index_t>(N * row_stride, 8) * kBytes : batch_stride * kBytes;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride * kBytes), static_cast<cuuint64_t>(batch_bytes)};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t steps[3] = {1, 1, 1};
+  CUtensorMap map{};
+  const CUresult r =
+      tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(data), dims, strides, box,
+                           steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("v6: cuTensorMapEncodeTiled failed, error " + std::to_string(r));
+  return map;
+}
+
+template <class Cfg>
+void launch_hopper_ws(const FlashFwdArgs& a, cudaStream_t stream) {
+  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
+  const index_t B = a.q_shape[0], D = a.q_shape[2];
+  const HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
+                        tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
+                        tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N)};
+  static const bool opted_in = [] {
+    FA2_CUDA_CHECK(cudaFuncSetAttribute(hopper_ws_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(Cfg::smem_bytes)));
+    return true;
+  }();
+  (void)opted_in;
+  const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(B);
+  const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
+  hopper_ws_fwd_kernel<Cfg><<<grid, Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps);
+  FA2_CUDA_CHECK_LAUNCH();
+}
 #endif
 
 // Checks the arguments, then launches the configuration for their head dim and causal flag.
@@ -76,7 +134,12 @@ void launch_hopper_config(const FlashFwdArgs& a, cudaStream_t stream) {
 #ifdef FA2_HOPPER_SM90A
   dispatch_flash(a, DTypes<bf16>{}, HeadDims<Ds...>{}, "this v6 configuration", [&](auto, auto head_dim, auto causal) {
     constexpr int D = decltype(head_dim)::value;
-    launch_hopper<HopperConfig<D, decltype(causal)::value, D == 64 ? OPT64 : OPT128>>(a, stream);
+    using Cfg = HopperConfig<D, decltype(causal)::value, D == 64 ? OPT64 : OPT128>;
+    if constexpr (Cfg::TMA) {
+      launch_hopper_ws<Cfg>(a, stream);
+    } else {
+      launch_hopper<Cfg>(a, stream);
+    }
   });
 #else
   (void)stream;
@@ -90,6 +153,13 @@ constexpr HopperOptions kOverlap4Bn64{.block_n = 64, .overlap = true, .stages = 
 constexpr HopperOptions kOverlap4Bn64TwoBlocks{.block_n = 64, .overlap = true, .stages = 4, .min_blocks = 2};
 constexpr HopperOptions kOverlap4Wg3{.warpgroups = 3, .overlap = true, .stages = 4};
 constexpr HopperOptions kOverlap4Wg3Bn64{.warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4};
+constexpr HopperOptions kTma4{.overlap = true, .stages = 4, .tma = true};
+constexpr HopperOptions kTma3{.overlap = true, .stages = 3, .tma = true};
+constexpr HopperOptions kPingpong4{.overlap = true, .stages = 4, .tma = true, .pingpong = true};
+constexpr HopperOptions kPingpong3{.overlap = true, .stages = 3, .tma = true, .pingpong = true};
+constexpr HopperOptions kTma4Bn64{.block_n = 64, .overlap = true, .stages = 4, .tma = true};
+constexpr HopperOptions kTma4Wg3{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true};
+constexpr HopperOptions kTma4Wg3Bn64{.warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true};
 
 }  // namespace
 
@@ -109,22 +179,34 @@ void v6_overlap_wg3_bn64(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kOverlap4Wg3Bn64, kOverlap4Wg3Bn64, 64, 128>(a, s);
 }
 
+void v6_tma(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kTma4, kTma3, 64, 128>(a, s);
+}
+void v6_tma_bn64(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kTma4Bn64, kTma4Bn64, 64, 128>(a, s);
+}
+void v6_tma_wg3(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kTma4Wg3, kTma4Wg3Bn64, 64, 128>(a, s);
+}
+
+void v6_tma_pingpong(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpong4, kPingpong3, 64, 128>(a, s);
+}
+
 void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {
-  // The configuration by head dim and by the amount of work, counted in query rows over all
-  // (batch, head) pairs: large tiles need many rows to fill the 132 SMs in whole waves. From the
-  // sweep of step07's README (H200, B x H = 32, so 2^15 rows is N = 1024):
-  //   head dim 64   >= 2^18 rows: v6.4 (192-row blocks); >= 2^15 (causal: 2^16): v6.3 (64-key
-  //                 tiles, two blocks per SM); fewer: v6.2
-  //   head dim 128  >= 2^16 rows: v6.5 (192-row blocks, 64-key tiles); fewer: v6.2
+  // The configuration by head dim, causal flag and amount of work, counted in query rows over all
+  // (batch, head) pairs: 192-row blocks pay off once there are enough rows to fill the 132 SMs
+  // several times. From the sweep of step07's README (H200, B x H = 32: 2^16 rows is N = 2048):
+  //   head dim 64           >= 2^16 rows: v6.8 (3 warpgroups); fewer: v6.9 (ping-pong)
+  //   head dim 128          v6.9 (ping-pong)
+  //   head dim 128, causal  >= 2^18 rows: v6.8; fewer: v6.6
   const index_t rows = a.q_shape[0] * a.q_shape[1];
-  if (a.q_shape[2] == 128) {
-    rows >= (index_t{1} << 16) ? v6_overlap_wg3_bn64(a, s) : v6_overlap(a, s);
-  } else if (rows >= (index_t{1} << 18)) {
-    v6_overlap_wg3(a, s);
-  } else if (rows >= (index_t{1} << (a.causal ? 16 : 15))) {
-    v6_overlap_bn64(a, s);
+  if (a.q_shape[2] == 64) {
+    rows >= (index_t{1} << 16) ? v6_tma_wg3(a, s) : v6_tma_pingpong(a, s);
+  } else if (!a.causal) {
+    v6_tma_pingpong(a, s);
   } else {
-    v6_overlap(a, s);
+    rows >= (index_t{1} << 18) ? v6_tma_wg3(a, s) : v6_tma(a, s);
   }
 }
 

@@ -18,16 +18,22 @@
 
 #include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // FastParams, RowState, the softmax and epilogue
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"
+#include "step07_benchmark/kernels/fast/tma_primitives.cuh"
 #include "step07_benchmark/kernels/fast/wgmma_primitives.cuh"
 
 namespace fa2::fast {
 
 struct HopperOptions {
-  int warpgroups = 2;    // 64 query rows each; they share the K and V tiles of the block
-  int block_n = 128;     // keys per tile (the N of S's wgmma)
-  bool overlap = false;  // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
-  int stages = 2;        // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
-  int min_blocks = 1;    // blocks per SM the registers must leave room for
+  int warpgroups = 2;     // 64 query rows each; they share the K and V tiles of the block
+  int block_n = 128;      // keys per tile (the N of S's wgmma)
+  bool overlap = false;   // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
+  int stages = 2;         // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
+  int min_blocks = 1;     // blocks per SM the registers must leave room for
+  bool tma = false;       // warp specialisation: a producer warpgroup (one thread of it) loads Q,
+                          // K, V with TMA into a ring of stages guarded by mbarriers; the other
+                          // warpgroups only compute, with the producer's registers
+  bool pingpong = false;  // (TMA, 2 warpgroups) the warpgroups take turns to issue their products,
+                          // so that one's softmax runs while the other's products do
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -35,8 +41,15 @@ struct HopperConfig {
   static constexpr int D = D_;
   static constexpr bool CAUSAL = CAUSAL_;
   static constexpr int WARPGROUPS = OPT.warpgroups;
-  static constexpr int NUM_WARPS = 4 * WARPGROUPS;
-  static constexpr int NUM_THREADS = 32 * NUM_WARPS;
+  static constexpr bool TMA = OPT.tma;
+  static constexpr int NUM_WARPS = 4 * WARPGROUPS;                     // the computing warps
+  static constexpr int NUM_THREADS = 32 * NUM_WARPS;                   // what the cp.async loads split over
+  static constexpr int BLOCK_THREADS = NUM_THREADS + (TMA ? 128 : 0);  // + the producer warpgroup
+  // Registers after setmaxnreg (the block starts with 65536 / BLOCK_THREADS each, rounded down to
+  // a multiple of 8): the producer keeps few, the computing warpgroups share the rest.
+  static constexpr int PRODUCER_REGS = WARPGROUPS == 2 ? 40 : 24;
+  static constexpr int CONSUMER_REGS = WARPGROUPS == 2 ? 232 : 160;
+  static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int BLOCK_M = 64 * WARPGROUPS;
   static constexpr int BLOCK_N = OPT.block_n;
   static constexpr bool OVERLAP = OPT.overlap;
@@ -48,13 +61,18 @@ struct HopperConfig {
   static constexpr int STAGES = OPT.stages;
   static constexpr int MIN_BLOCKS_PER_SM = OPT.min_blocks;
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom: 8 rows of 128 bytes
-  static constexpr std::size_t smem_bytes =
-      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16) + TILE_ALIGN;
+  static constexpr std::size_t tiles_bytes =
+      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
+  // The tiles, then (TMA) the mbarriers: Q's, and per stage K full, V full, stage empty.
+  static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (1 + 3 * STAGES) * 8 : 0) + TILE_ALIGN;
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
-  static_assert(OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2,
+  static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
+  static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
+  static constexpr bool PINGPONG = OPT.pingpong;
+  static_assert(!PINGPONG || (TMA && WARPGROUPS == 2), "ping-pong between the two warpgroups of a TMA block");
 };
 
 // Element offset of 16-byte chunk `chunk` of row `row` in a (ROWS, D) tile in the 128-byte-swizzle
@@ -356,6 +374,165 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) hopp
   write_output<Cfg>(p, st, w, q0, bh, sQ);
 #else
   (void)p;  // built for another target: the launcher never starts it there
+#endif
+}
+
+// ---- warp specialisation: a producer warp with TMA, the warpgroups computing ------------------
+// The tensor maps of Q, K and V (fa2_hopper.cu makes them): each a 3-D (D, N, batch) view whose
+// box is 64 columns (128 bytes, the swizzle's row) by BLOCK_M or BLOCK_N rows.
+struct HopperMaps {
+  CUtensorMap q, k, v;
+};
+
+// The computing warpgroups' loop: hopper_key_loop_overlapped with every cp.async wait and
+// __syncthreads replaced by waits on the stage's mbarriers, and each stage handed back (an arrival
+// per warp on `empty`) once its K and V are no longer read. The two warpgroups no longer meet at
+// a barrier: one's softmax can run while the other's products do.
+template <class Cfg>
+__device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen, RowState<Cfg>& st,
+                                                     const __nv_bfloat16* sQ, int wg, const __nv_bfloat16* sK,
+                                                     const __nv_bfloat16* sV, std::uint64_t* full_k,
+                                                     std::uint64_t* full_v, std::uint64_t* empty, const WarpPlace& w) {
+  constexpr int BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
+  const auto K_stage = [&](int j) { return sK + (j % STAGES) * BN * D; };
+  const auto V_stage = [&](int j) { return sV + (j % STAGES) * BN * D; };
+  const auto parity = [](int j) { return static_cast<std::uint32_t>((j / STAGES) & 1); };
+  const auto release = [&](int j) {
+    __syncwarp();
+    if (w.lane == 0) mbarrier_arrive(&empty[j % STAGES]);
+  };
+  PFrags<Cfg> pa;
+  {
+    mbarrier_wait(&full_k[0], 0);
+    ScoreFrags<Cfg> s;
+    issue_scores<Cfg>(s, sQ, wg, K_stage(0));  // every warpgroup sees tile 0
+    wgmma_wait<0>();
+    fence_accumulators(s[0]);
+    float alpha[2];
+    softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
+    pack_probabilities<Cfg>(s, pa);
+  }
+  // Ping-pong: warpgroup w issues its products after barrier w and then opens barrier 1 - w for
+  // the other; warpgroup 1 opens barrier 0 once first, so warpgroup 0 starts. Every iteration
+  // takes its turn (skipped tiles included), and warpgroup 1 does not open barrier 0 after its
+  // last, so each barrier sees as many arrivals as waits.
+  constexpr int kTurnThreads = 2 * 128;
+  if constexpr (Cfg::PINGPONG) {
+    if (wg == 1) named_barrier_arrive(1, kTurnThreads);
+  }
+  const auto take_turn = [&] {
+    if constexpr (Cfg::PINGPONG) named_barrier_sync(1 + wg, kTurnThreads);
+  };
+  const auto pass_turn = [&](int j) {
+    if constexpr (Cfg::PINGPONG) {
+      if (wg == 0 || j + 1 < n_tiles) named_barrier_arrive(2 - wg, kTurnThreads);
+    }
+  };
+  for (int j = 0; j < n_tiles; ++j) {
+    if (j + 1 < n_seen) {
+      mbarrier_wait(&full_k[(j + 1) % STAGES], parity(j + 1));
+      mbarrier_wait(&full_v[j % STAGES], parity(j));
+      ScoreFrags<Cfg> s;
+      take_turn();
+      issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
+      issue_pv_packed<Cfg>(st, pa, V_stage(j));
+      pass_turn(j);
+      wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
+      fence_accumulators(s[0]);
+      float alpha[2];
+      softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
+      wgmma_wait<0>();  // P_j (pa), O and stage j are free again
+      fence_accumulators(st.o[0]);
+      fence_fragments(pa);
+      release(j);
+      rescale_output<Cfg>(st, alpha);
+      pack_probabilities<Cfg>(s, pa);
+    } else if (j + 1 == n_seen) {
+      mbarrier_wait(&full_v[j % STAGES], parity(j));
+      take_turn();
+      issue_pv_packed<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
+      pass_turn(j);
+      wgmma_wait<0>();
+      fence_accumulators(st.o[0]);
+      release(j);
+    } else {
+      take_turn();
+      pass_turn(j);
+      release(j);  // causal: a tile below this warpgroup's rows; the producer still counts on it
+    }
+  }
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
+    hopper_ws_fwd_kernel(const FastParams p, const __grid_constant__ HopperMaps maps) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t misalign = smem_address(smem_raw) % Cfg::TILE_ALIGN;
+  unsigned char* base = smem_raw + (misalign ? Cfg::TILE_ALIGN - misalign : 0);
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(base);  // (BM, D)
+  __nv_bfloat16* sK = sQ + BM * D;                    // STAGES x (BN, D)
+  __nv_bfloat16* sV = sK + STAGES * BN * D;           // STAGES x (BN, D)
+  auto* bar_q = reinterpret_cast<std::uint64_t*>(base + Cfg::tiles_bytes);
+  std::uint64_t* full_k = bar_q + 1;        // K_t landed (the copy engine's bytes)
+  std::uint64_t* full_v = full_k + STAGES;  // V_t landed
+  std::uint64_t* empty = full_v + STAGES;   // every computing warp is done with the stage
+
+  const int q_tile = Cfg::CAUSAL ? p.n_q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
+  const int bh = static_cast<int>(Cfg::CAUSAL ? blockIdx.x : blockIdx.y);
+  const int q0 = q_tile * BM;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  int n_tiles = (p.N_KEYS + BN - 1) / BN;
+  if constexpr (Cfg::CAUSAL) n_tiles = min(n_tiles, (min(q0 + BM, p.N_QUERIES) - 1) / BN + 1);
+
+  if (threadIdx.x == 0) {
+    mbarrier_init(bar_q, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      mbarrier_init(&full_k[s], 1);
+      mbarrier_init(&full_v[s], 1);
+      mbarrier_init(&empty[s], Cfg::NUM_WARPS);
+    }
+    fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  if (warp >= Cfg::NUM_WARPS) {
+    // The producer warpgroup: one thread issues every load. Tile t goes to stage t % STAGES once
+    // the computing warps have handed back tile t - STAGES (its (t / STAGES - 1)-th release).
+    setmaxnreg_dec<Cfg::PRODUCER_REGS>();
+    if (threadIdx.x == Cfg::NUM_THREADS) {
+      constexpr std::uint32_t tile_bytes = BN * D * sizeof(__nv_bfloat16);
+      mbarrier_arrive_expect_bytes(bar_q, BM * D * sizeof(__nv_bfloat16));
+      for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(sQ + cb * BM * 64, &maps.q, cb * 64, q0, bh, bar_q);
+      for (int t = 0; t < n_tiles; ++t) {
+        const int s = t % STAGES;
+        if (t >= STAGES) mbarrier_wait(&empty[s], static_cast<std::uint32_t>((t / STAGES - 1) & 1));
+        mbarrier_arrive_expect_bytes(&full_k[s], tile_bytes);
+        for (int cb = 0; cb < D / 64; ++cb) {
+          tma_load_3d(sK + s * BN * D + cb * BN * 64, &maps.k, cb * 64, t * BN, bh, &full_k[s]);
+        }
+        mbarrier_arrive_expect_bytes(&full_v[s], tile_bytes);
+        for (int cb = 0; cb < D / 64; ++cb) {
+          tma_load_3d(sV + s * BN * D + cb * BN * 64, &maps.v, cb * 64, t * BN, bh, &full_v[s]);
+        }
+      }
+    }
+  } else {
+    setmaxnreg_inc<Cfg::CONSUMER_REGS>();
+    const int wg = warp / 4;
+    const WarpPlace w{lane, warp * 16, q0 + warp * 16};
+    const int wg_last_query = q0 + 64 * wg + 63;
+    const int n_seen = Cfg::CAUSAL ? min(n_tiles, wg_last_query / BN + 1) : n_tiles;
+    RowState<Cfg> st;
+    init_row_state<Cfg>(st);
+    mbarrier_wait(bar_q, 0);
+    hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, st, sQ, wg, sK, sV, full_k, full_v, empty, w);
+    write_output<Cfg>(p, st, w, q0, bh, sQ);
+  }
+#else
+  (void)p;
+  (void)maps;
 #endif
 }
 
