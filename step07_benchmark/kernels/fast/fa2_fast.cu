@@ -1,16 +1,9 @@
 // The fast kernel's argument checks and its tuned configuration. The other configurations of the
 // ablation are instantiated in fa2_fast_sweep_*.cu and listed in kernels/variants.cpp.
-#include <cstdint>
-
+#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
 #include "step07_benchmark/kernels/fast/fa2_fast_launch.cuh"
 
 namespace fa2::fast {
-
-namespace {
-bool aligned16(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
-}  // namespace
 
 std::string unsupported_reason(const FlashFwdArgs& a) {
   if (a.dtype != DType::bfloat16) return "dtype: the fast kernel takes bfloat16 only";
@@ -22,7 +15,7 @@ std::string unsupported_reason(const FlashFwdArgs& a) {
   for (const auto& [ptr, strides] :
        {std::pair{a.q, a.q_strides}, std::pair{a.k, a.k_strides}, std::pair{a.v, a.v_strides},
         std::pair<const void*, Extents<3>>{a.o, a.o_strides}}) {
-    if (!aligned16(ptr) || strides[0] % 8 != 0 || strides[1] % 8 != 0) {
+    if (!rows_16_byte_aligned(ptr, strides, 2)) {
       return "layout: the fast kernel needs 16-byte aligned rows (base pointers and batch/row strides multiples of 8)";
     }
   }

@@ -5,12 +5,21 @@
 // cudaStream_t is.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "step05_fa2_kernel/flash_bwd.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
 
 namespace fa2::fast {
+
+// Whether every row of a (batch, N, D) tensor of `element_bytes`-byte elements starts on a 16-byte
+// boundary: the base pointer 16-byte aligned, the batch and row strides whole 16-byte chunks. The
+// fast kernels move rows in 16-byte chunks (cp.async, TMA, float4), so each checks its tensors so.
+inline bool rows_16_byte_aligned(const void* data, const Extents<3>& strides, index_t element_bytes) {
+  const index_t per_chunk = 16 / element_bytes;
+  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && strides[0] % per_chunk == 0 && strides[1] % per_chunk == 0;
+}
 
 // Empty when the fast kernel can run these arguments, otherwise why not (it takes bf16,
 // head dims 32/64/128, a positive scale, and 16-byte aligned rows).

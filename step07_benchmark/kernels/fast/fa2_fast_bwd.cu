@@ -1,7 +1,6 @@
 // Host side of the fast backward (fa2_fast_bwd.cuh): its argument checks, FastBwdParams from
 // FlashBwdArgs, the three launches, and the configurations (the tuned one and the sweep's).
 //   ctest -L gpu+variants   (every backward of the variants table against the float64 reference)
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -14,10 +13,6 @@
 namespace fa2::fast {
 
 namespace {
-
-bool aligned16(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-}
 
 FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   FastBwdParams p{};
@@ -121,12 +116,12 @@ std::string unsupported_reason(const FlashBwdArgs& a) {
         std::tuple<const char*, const void*, Extents<3>>{"dQ", a.dq, a.dq_strides},
         std::tuple<const char*, const void*, Extents<3>>{"dK", a.dk, a.dk_strides},
         std::tuple<const char*, const void*, Extents<3>>{"dV", a.dv, a.dv_strides}}) {
-    if (!aligned16(ptr) || strides[0] % 8 != 0 || strides[1] % 8 != 0) {
+    if (!rows_16_byte_aligned(ptr, strides, 2)) {
       return std::string(name) +
              ": the fast backward needs 16-byte aligned rows (base pointer and batch/row strides multiples of 8)";
     }
   }
-  if (!aligned16(a.dq_accum) || a.dq_accum_strides[0] % 4 != 0 || a.dq_accum_strides[1] % 4 != 0) {
+  if (!rows_16_byte_aligned(a.dq_accum, a.dq_accum_strides, 4)) {
     return "dQ_accum: the fast backward needs 16-byte aligned rows (base pointer and batch/row strides multiples of 4)";
   }
   return {};
