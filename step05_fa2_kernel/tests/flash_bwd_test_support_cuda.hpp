@@ -5,11 +5,8 @@
 // elements. Used by step05's test_flash_bwd_gpu.cu and step07's test_variants_gpu.cu.
 #pragma once
 
-#include <cmath>
 #include <cstddef>
 #include <limits>
-#include <string>
-#include <vector>
 
 #include "common/cuda/device_buffer.hpp"
 #include "common/cuda/gpu.hpp"

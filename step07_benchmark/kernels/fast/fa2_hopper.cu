@@ -6,7 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
 #include <string>
 
@@ -22,23 +21,13 @@ std::string hopper_unavailable() {
 #ifndef FA2_HOPPER_SM90A
   return "v6: this build has no sm_90a code (configure with 90 in CMAKE_CUDA_ARCHITECTURES)";
 #else
-  // The compute capability of each device, asked once: the launchers call this on every launch.
-  static std::array<int, 64> capability = [] {
-    std::array<int, 64> c{};
-    c.fill(-1);
-    return c;
-  }();
-  int device = 0;
+  int device = 0, major = 0, minor = 0;
   FA2_CUDA_CHECK(cudaGetDevice(&device));
-  if (device >= static_cast<int>(capability.size())) return "v6: device ordinals past 63 are not supported";
-  int& cc = capability[static_cast<std::size_t>(device)];
-  if (cc < 0) {
-    int major = 0, minor = 0;
-    FA2_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    FA2_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    cc = 10 * major + minor;
+  FA2_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  FA2_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  if (major != 9 || minor != 0) {
+    return "v6: wgmma needs an sm_90 GPU (Hopper); this one is sm_" + std::to_string(10 * major + minor);
   }
-  if (cc != 90) return "v6: wgmma needs an sm_90 GPU (Hopper); this one is sm_" + std::to_string(cc);
   return {};
 #endif
 }
@@ -55,21 +44,6 @@ std::string hopper_unsupported_reason(const FlashFwdArgs& a) {
 namespace {
 
 #ifdef FA2_HOPPER_SM90A
-template <class Cfg>
-void launch_hopper(const FlashFwdArgs& a, cudaStream_t stream) {
-  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
-  static const bool opted_in = [] {
-    FA2_CUDA_CHECK(cudaFuncSetAttribute(hopper_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(Cfg::smem_bytes)));
-    return true;
-  }();
-  (void)opted_in;
-  const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(a.q_shape[0]);
-  const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
-  hopper_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
-}
-
 // cuTensorMapEncodeTiled, from the driver the runtime has loaded (no link to libcuda: a machine
 // without a driver still runs every host program of the project).
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -106,22 +80,34 @@ CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, inde
   return map;
 }
 
+// One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps.
 template <class Cfg>
-void launch_hopper_ws(const FlashFwdArgs& a, cudaStream_t stream) {
-  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
-  const index_t B = a.q_shape[0], D = a.q_shape[2];
-  const HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
-                        tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
-                        tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N)};
-  static const bool opted_in = [] {
-    FA2_CUDA_CHECK(cudaFuncSetAttribute(hopper_ws_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(Cfg::smem_bytes)));
+void launch_hopper(const FlashFwdArgs& a, cudaStream_t stream) {
+  const auto kernel = [] {
+    if constexpr (Cfg::TMA) {
+      return hopper_ws_fwd_kernel<Cfg>;
+    } else {
+      return hopper_fwd_kernel<Cfg>;
+    }
+  }();
+  static const bool opted_in = [&] {
+    FA2_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Cfg::smem_bytes)));
     return true;
   }();
   (void)opted_in;
+  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
+  const index_t B = a.q_shape[0], D = a.q_shape[2];
   const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(B);
   const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
-  hopper_ws_fwd_kernel<Cfg><<<grid, Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps);
+  if constexpr (Cfg::TMA) {
+    const HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
+                          tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
+                          tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N)};
+    kernel<<<grid, Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps);
+  } else {
+    kernel<<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  }
   FA2_CUDA_CHECK_LAUNCH();
 }
 #endif
@@ -134,12 +120,7 @@ void launch_hopper_config(const FlashFwdArgs& a, cudaStream_t stream) {
 #ifdef FA2_HOPPER_SM90A
   dispatch_flash(a, DTypes<bf16>{}, HeadDims<Ds...>{}, "this v6 configuration", [&](auto, auto head_dim, auto causal) {
     constexpr int D = decltype(head_dim)::value;
-    using Cfg = HopperConfig<D, decltype(causal)::value, D == 64 ? OPT64 : OPT128>;
-    if constexpr (Cfg::TMA) {
-      launch_hopper_ws<Cfg>(a, stream);
-    } else {
-      launch_hopper<Cfg>(a, stream);
-    }
+    launch_hopper<HopperConfig<D, decltype(causal)::value, D == 64 ? OPT64 : OPT128>>(a, stream);
   });
 #else
   (void)stream;

@@ -116,30 +116,6 @@ __device__ __forceinline__ void issue_scores(ScoreFrags<Cfg>& s, const __nv_bflo
   wgmma_commit();
 }
 
-// O += P V_j: BLOCK_N / 16 wgmma, P (this warp's 16 rows) packed to bf16 as the A operand, V_j
-// read keys x D (MN-major: 16 keys are 16 rows of 128 bytes, 2048 bytes per slice; the D / 64
-// column blocks BLOCK_N * 128 bytes apart). Issued and committed as one group.
-template <class Cfg>
-__device__ __forceinline__ void issue_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const __nv_bfloat16* sVj) {
-  constexpr int BN = Cfg::BLOCK_N;
-  std::uint32_t pa[BN / 16][4];
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) {
-    pa[kk][0] = pack_bf16x2(s[0][2 * kk][0], s[0][2 * kk][1]);
-    pa[kk][1] = pack_bf16x2(s[0][2 * kk][2], s[0][2 * kk][3]);
-    pa[kk][2] = pack_bf16x2(s[0][2 * kk + 1][0], s[0][2 * kk + 1][1]);
-    pa[kk][3] = pack_bf16x2(s[0][2 * kk + 1][2], s[0][2 * kk + 1][3]);
-  }
-  fence_accumulators(st.o[0]);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) {
-    wgmma_rs_tb<Cfg::D>(st.o[0], pa[kk], sw128_descriptor(sVj + kk * 16 * 64, BN * 128, 1024));
-  }
-  wgmma_commit();
-}
-
-// P of the warp's 16 rows of a tile, bf16, as the A operand of O += P V (one fragment per 16 keys).
 template <class Cfg>
 using PFrags = std::uint32_t[Cfg::BLOCK_N / 16][4];
 
@@ -201,9 +177,11 @@ __device__ __forceinline__ void rescale_output(RowState<Cfg>& st, const float (&
   }
 }
 
-// O += P V_j from packed P (the overlapped loop's form of issue_pv).
+// O += P V_j: BLOCK_N / 16 wgmma, P (this warp's 16 rows, packed by pack_probabilities) as the
+// A operand, V_j read keys x D (MN-major: 16 keys are 16 rows of 128 bytes, 2048 bytes per
+// slice; the D / 64 column blocks BLOCK_N * 128 bytes apart). Issued and committed as one group.
 template <class Cfg>
-__device__ __forceinline__ void issue_pv_packed(RowState<Cfg>& st, const PFrags<Cfg>& pa, const __nv_bfloat16* sVj) {
+__device__ __forceinline__ void issue_pv(RowState<Cfg>& st, const PFrags<Cfg>& pa, const __nv_bfloat16* sVj) {
   constexpr int BN = Cfg::BLOCK_N;
   fence_accumulators(st.o[0]);
   wgmma_fence();
@@ -267,7 +245,7 @@ __device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, 
     if (j + 1 < n_seen) {
       ScoreFrags<Cfg> s;
       issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
-      issue_pv_packed<Cfg>(st, pa, V_stage(j));
+      issue_pv<Cfg>(st, pa, V_stage(j));
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
       fence_accumulators(s[0]);
       float alpha[2];
@@ -278,7 +256,7 @@ __device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, 
       rescale_output<Cfg>(st, alpha);
       pack_probabilities<Cfg>(s, pa);
     } else if (j + 1 == n_seen) {
-      issue_pv_packed<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
+      issue_pv<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
       wgmma_wait<0>();
       fence_accumulators(st.o[0]);
     }
@@ -328,7 +306,9 @@ __device__ __forceinline__ void hopper_key_loop(const FastParams& p, index_t bh,
       if (has_next) load_V(j + 1);
       cp_async_commit();
       if (sees(j)) {
-        issue_pv<Cfg>(st, s, V_stage(j));
+        PFrags<Cfg> pa;
+        pack_probabilities<Cfg>(s, pa);
+        issue_pv<Cfg>(st, pa, V_stage(j));
         wgmma_wait<0>();
         fence_accumulators(st.o[0]);
       }
@@ -435,7 +415,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       ScoreFrags<Cfg> s;
       take_turn();
       issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
-      issue_pv_packed<Cfg>(st, pa, V_stage(j));
+      issue_pv<Cfg>(st, pa, V_stage(j));
       pass_turn(j);
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
       fence_accumulators(s[0]);
@@ -450,7 +430,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     } else if (j + 1 == n_seen) {
       mbarrier_wait(&full_v[j % STAGES], parity(j));
       take_turn();
-      issue_pv_packed<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
+      issue_pv<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
       pass_turn(j);
       wgmma_wait<0>();
       fence_accumulators(st.o[0]);
