@@ -309,7 +309,7 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::T
     const std::string why = fa2::fast::unsupported_reason(c.args);
     TORCH_CHECK(why.empty(), kForward, ": kernel=\"fast\" cannot run these inputs: ", why,
                 ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
-    run_checked(kForward, [&] { fa2::fast::flash_fwd_fast(c.args, stream); });
+    run_checked(kForward, [&] { fa2::fast::flash_fwd_best(c.args, stream); });  // v6 on sm_90, else v5
   } else {
     run_checked(kForward, [&] { fa2::flash_fwd_cuda(c.args, stream); });
   }

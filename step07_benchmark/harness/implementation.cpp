@@ -45,7 +45,8 @@ struct BackwardWork {
 
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
                                     std::function<std::string(const Problem&)> unsupported,
-                                    std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward) {
+                                    std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward,
+                                    std::function<std::string(const FlashFwdArgs&)> chooses) {
   if (fn == nullptr && backward == nullptr)
     throw std::invalid_argument("flash_implementation(" + key + "): no launcher");
   Implementation impl;
@@ -63,7 +64,7 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
     return static_cast<std::size_t>(p.heads() * p.N) * sizeof(float) +
            static_cast<std::size_t>(p.qkv_elements()) * sizeof(float);
   };
-  impl.prepare = [fn, refuses, backward](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
+  impl.prepare = [fn, refuses, backward, chooses](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
     const FlashFwdArgs args = flash_args_for(p, b);
     validate(args);  // a bad argument is reported once here, not thrown from the timing loop
     if (refuses) {
@@ -78,6 +79,7 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
       run.run = [backward, work, stream] { backward(work->args, stream); };
     } else {
       run.run = [fn, args, stream] { fn(args, stream); };
+      if (chooses) run.backend = chooses(args);  // e.g. "v5 (v6: head_dim: v6 takes 64 or 128)"
     }
     return run;
   };
@@ -94,9 +96,11 @@ std::vector<Implementation> kernel_implementations() {
                  ? std::string()
                  : "head dim " + std::to_string(p.D) + " (" + variant.key + " is built for other head dims)";
     };
-    std::function<std::string(const FlashFwdArgs&)> refuses;
+    std::function<std::string(const FlashFwdArgs&)> refuses, chooses;
     if (v.refuses != nullptr) refuses = v.refuses;
-    out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward));
+    if (v.chooses != nullptr) chooses = v.chooses;
+    out.push_back(
+        flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward, chooses));
   }
   return out;
 }

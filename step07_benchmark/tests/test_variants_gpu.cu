@@ -30,14 +30,18 @@ const std::vector<fa2::testing::FlashShape>& extra_shapes() {
   return shapes;
 }
 
+// O and L of `run` against the float64 reference on `shape`, causal and not.
+void check_extra_shape(const fa2::testing::FlashRunner<fa2::bf16>& run, const fa2::testing::FlashShape& shape) {
+  for (bool causal : {false, true}) {
+    const auto c = fa2::testing::run_and_compare<fa2::bf16>(run, shape, causal);
+    CHECK_MESSAGE(c.O.ok, c.O.summary());
+    CHECK_MESSAGE(c.L.ok, c.L.summary());
+  }
+}
+
 void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vector<int>& head_dims = {}) {
   for (const auto& shape : extra_shapes()) {
-    if (!fa2::testing::takes_head_dim(head_dims, shape.D)) continue;
-    for (bool causal : {false, true}) {
-      const auto c = fa2::testing::run_and_compare<fa2::bf16>(run, shape, causal);
-      CHECK_MESSAGE(c.O.ok, c.O.summary());
-      CHECK_MESSAGE(c.L.ok, c.L.summary());
-    }
+    if (fa2::testing::takes_head_dim(head_dims, shape.D)) check_extra_shape(run, shape);
   }
 }
 
@@ -55,7 +59,9 @@ bool runs_here(const fa2::variants::KernelVariant& v) {
 std::vector<const fa2::variants::KernelVariant*> layout_checked_forwards() {
   std::vector<const fa2::variants::KernelVariant*> out;
   for (const auto& v : kernel_variants()) {
-    if (v.cuda != nullptr && (v.key == "v5" || v.family == "hopper") && runs_here(v)) out.push_back(&v);
+    if (v.cuda != nullptr && (v.key == "v5" || v.key == "fast" || v.family == "hopper") && runs_here(v)) {
+      out.push_back(&v);
+    }
   }
   return out;
 }
@@ -122,6 +128,36 @@ TEST_SUITE("gpu+variants") {
       const int D = *std::max_element(v->head_dims.begin(), v->head_dims.end());
       for (bool causal : {false, true}) fa2::testing::check_forward_batch_stride_past_2_31(v->cuda, causal, D);
     }
+  }
+
+  TEST_CASE("GPU: v6 and the fast forward are right when a block computes many query tiles") {
+    // More (query tile, head) items than the H200 has SMs: a persistent block takes several, so
+    // its K/V ring, its barriers' phases, Q's reload and O's store run on from one to the next.
+    // Ragged on both sides, N_q != N_k.
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : layout_checked_forwards()) {
+      INFO(v->name());
+      for (const int D : v->head_dims) {
+        if (D < 64) continue;
+        check_extra_shape(gpu_runner<fa2::bf16>(v->cuda), {140, 130, 100, D});
+      }
+    }
+  }
+
+  TEST_CASE("GPU: the fast forward runs v6 where it can and v5 elsewhere, and says which and why") {
+    FA2_SKIP_WITHOUT_GPU();
+    fa2::Tensor<fa2::bf16, 3> x32({1, 8, 32}), x64({1, 8, 64});
+    fa2::Tensor<float, 2> l({1, 8});
+    const auto args = [&](fa2::Tensor<fa2::bf16, 3>& x) {
+      return fa2::make_flash_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.view(), l.view(), true);
+    };
+    const std::string why_not_v6 = fa2::fast::hopper_unavailable();
+    if (why_not_v6.empty()) {
+      CHECK(fa2::fast::best_forward(args(x64)) == "v6");
+    } else {
+      CHECK(fa2::fast::best_forward(args(x64)) == "v5 (" + why_not_v6 + ")");
+    }
+    CHECK(fa2::fast::best_forward(args(x32)) == "v5 (head_dim: v6 takes 64 or 128)");
   }
 
   TEST_CASE("GPU: every fast backward gives the float64 reference's gradients on the article's shapes") {
@@ -219,14 +255,15 @@ TEST_SUITE("gpu+sanitizer") {
 
 TEST_SUITE("gpu+sanitizer") {
   // Small enough for compute-sanitizer's memcheck and racecheck: every fast configuration on
-  // a few ragged shapes, causal and not.
+  // a few ragged shapes, causal and not; the last has more query tiles than the H200 has SMs, so
+  // persistent blocks take several.
   TEST_CASE("GPU: fast configurations on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
       if (v.cuda == nullptr || (v.family != "fast" && v.family != "hopper") || !runs_here(v)) continue;
       INFO(v.name());
       for (const fa2::testing::FlashShape shape :
-           {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}}) {
+           {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}, {140, 65, 70, 64}}) {
         if (!fa2::testing::takes_head_dim(v.head_dims, shape.D)) continue;
         for (bool causal : {false, true}) {
           const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda), shape, causal);

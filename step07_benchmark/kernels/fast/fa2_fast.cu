@@ -38,4 +38,13 @@ void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
   }
 }
 
+std::string best_forward(const FlashFwdArgs& args) {
+  const std::string why_not_v6 = hopper_unsupported_reason(args);
+  return why_not_v6.empty() ? "v6" : "v5 (" + why_not_v6 + ")";
+}
+
+void flash_fwd_best(const FlashFwdArgs& args, cudaStream_t stream) {
+  hopper_unsupported_reason(args).empty() ? flash_fwd_hopper(args, stream) : flash_fwd_fast(args, stream);
+}
+
 }  // namespace fa2::fast

@@ -28,6 +28,13 @@ std::string unsupported_reason(const FlashFwdArgs& args);
 // The tuned configuration: the one the benchmark calls "v5".
 void flash_fwd_fast(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
 
+// The fast forward as users get it (the benchmark's and the PyTorch entry point's "fast"): v6
+// where it can run these arguments (hopper_unsupported_reason empty: an sm_90 GPU, a build with
+// sm_90a code, head dim 64 or 128), v5 otherwise. It takes what v5 takes.
+void flash_fwd_best(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
+// Which of the two flash_fwd_best runs for these arguments and why: "v6", or "v5 (v6: <reason>)".
+std::string best_forward(const FlashFwdArgs& args);
+
 // The ablation, one launcher per configuration (fa2_fast_sweep_*.cu).
 void v5_no_swizzle_one_stage(const FlashFwdArgs&, ::CUstream_st*);
 void v5_one_stage(const FlashFwdArgs&, ::CUstream_st*);
@@ -55,7 +62,7 @@ std::string hopper_unavailable();
 std::string hopper_unsupported_reason(const FlashFwdArgs& args);
 // The tuned choice among them, by head dim and amount of work: the benchmark's "v6".
 void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
-// Its configurations (kernels/variants.cpp says what each adds): v6.1 to v6.9.
+// Its configurations (kernels/variants.cpp says what each adds): v6.1 to v6.12.
 void v6_lockstep(const FlashFwdArgs&, ::CUstream_st*);
 void v6_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v6_overlap_bn64(const FlashFwdArgs&, ::CUstream_st*);
@@ -65,6 +72,9 @@ void v6_tma(const FlashFwdArgs&, ::CUstream_st*);
 void v6_tma_bn64(const FlashFwdArgs&, ::CUstream_st*);
 void v6_tma_wg3(const FlashFwdArgs&, ::CUstream_st*);
 void v6_tma_pingpong(const FlashFwdArgs&, ::CUstream_st*);
+void v6_store_tma(const FlashFwdArgs&, ::CUstream_st*);
+void v6_persistent(const FlashFwdArgs&, ::CUstream_st*);
+void v6_persistent_wg3(const FlashFwdArgs&, ::CUstream_st*);
 
 // The fast backward (fa2_fast_bwd.cuh), flash_bwd_cuda's signature (CudaBwdLaunchFn). Empty when
 // it can run these arguments, otherwise why not: the forward's conditions, and dO, dQ, dK, dV

@@ -22,7 +22,10 @@ std::string hopper_unavailable() {
   return "v6: this build has no sm_90a code (configure with 90 in CMAKE_CUDA_ARCHITECTURES)";
 #else
   int device = 0, major = 0, minor = 0;
-  FA2_CUDA_CHECK(cudaGetDevice(&device));
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it for whoever asks next
+    return std::string("v6: no CUDA device (") + cudaGetErrorString(e) + ")";
+  }
   FA2_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   FA2_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   if (major != 9 || minor != 0) {
@@ -38,6 +41,10 @@ std::string hopper_unsupported_reason(const FlashFwdArgs& a) {
   // The grid is (query tiles, batch) or, causal, (batch, query tiles): CUDA caps y at 65535.
   if (a.q_shape[0] > 65535) return "batch: v6 takes at most 65535 (batch x heads)";
   if (a.causal && cdiv<index_t>(a.q_shape[1], 128) > 65535) return "seq: causal v6 takes at most 65535 * 128 queries";
+  // The warp-specialised kernels number their (query tile, head) items with an int.
+  if (a.q_shape[0] * cdiv<index_t>(a.q_shape[1], 64) >= (index_t{1} << 31)) {
+    return "batch x seq: v6 takes fewer than 2^31 query tiles of 64 rows";
+  }
   return hopper_unavailable();
 }
 
@@ -99,13 +106,25 @@ void launch_hopper(const FlashFwdArgs& a, cudaStream_t stream) {
   const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
   const index_t B = a.q_shape[0], D = a.q_shape[2];
   const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(B);
-  const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
   if constexpr (Cfg::TMA) {
-    const HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
-                          tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
-                          tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N)};
-    kernel<<<grid, Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps);
+    // One block per work item (query tile, head), or, persistent, one per SM walking them.
+    const int items = p.n_q_tiles * static_cast<int>(B);
+    int blocks = items;
+    if constexpr (Cfg::PERSISTENT) {
+      int device = 0, sms = 0;
+      FA2_CUDA_CHECK(cudaGetDevice(&device));
+      FA2_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+      blocks = std::min(items, sms);
+    }
+    HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
+                    tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
+                    tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N),
+                    {}};
+    if constexpr (Cfg::STORE_TMA) maps.o = tile_map(a.o, B, a.q_shape[1], D, a.o_strides[1], a.o_strides[0], 64);
+    kernel<<<static_cast<unsigned>(blocks), Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps,
+                                                                                           static_cast<int>(B));
   } else {
+    const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
     kernel<<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   }
   FA2_CUDA_CHECK_LAUNCH();
@@ -141,6 +160,17 @@ constexpr HopperOptions kPingpong3{.overlap = true, .stages = 3, .tma = true, .p
 constexpr HopperOptions kTma4Bn64{.block_n = 64, .overlap = true, .stages = 4, .tma = true};
 constexpr HopperOptions kTma4Wg3{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true};
 constexpr HopperOptions kTma4Wg3Bn64{.warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true};
+// v6.9 with O stored by TMA, then also persistent; v6.8 persistent with the store. With O's tile
+// beside them, 2 K/V stages of 128 keys fit at head dim 128.
+constexpr HopperOptions kPingpongStore4{.overlap = true, .stages = 4, .tma = true, .pingpong = true, .store_tma = true};
+constexpr HopperOptions kPingpongStore2{.overlap = true, .stages = 2, .tma = true, .pingpong = true, .store_tma = true};
+constexpr HopperOptions kPingpongPersistent4{
+    .overlap = true, .stages = 4, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
+constexpr HopperOptions kPingpongPersistent2{
+    .overlap = true, .stages = 2, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
+constexpr HopperOptions kWg3Persistent{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true, .persistent = true};
+constexpr HopperOptions kWg3Bn64Persistent{
+    .warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true, .persistent = true};
 
 }  // namespace
 
@@ -172,6 +202,16 @@ void v6_tma_wg3(const FlashFwdArgs& a, cudaStream_t s) {
 
 void v6_tma_pingpong(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kPingpong4, kPingpong3, 64, 128>(a, s);
+}
+
+void v6_store_tma(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongStore4, kPingpongStore2, 64, 128>(a, s);
+}
+void v6_persistent(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongPersistent4, kPingpongPersistent2, 64, 128>(a, s);
+}
+void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kWg3Persistent, kWg3Bn64Persistent, 64, 128>(a, s);
 }
 
 void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {

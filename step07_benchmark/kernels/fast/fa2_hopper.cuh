@@ -24,16 +24,20 @@
 namespace fa2::fast {
 
 struct HopperOptions {
-  int warpgroups = 2;     // 64 query rows each; they share the K and V tiles of the block
-  int block_n = 128;      // keys per tile (the N of S's wgmma)
-  bool overlap = false;   // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
-  int stages = 2;         // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
-  int min_blocks = 1;     // blocks per SM the registers must leave room for
-  bool tma = false;       // warp specialisation: a producer warpgroup (one thread of it) loads Q,
-                          // K, V with TMA into a ring of stages guarded by mbarriers; the other
-                          // warpgroups only compute, with the producer's registers
-  bool pingpong = false;  // (TMA, 2 warpgroups) the warpgroups take turns to issue their products,
-                          // so that one's softmax runs while the other's products do
+  int warpgroups = 2;       // 64 query rows each; they share the K and V tiles of the block
+  int block_n = 128;        // keys per tile (the N of S's wgmma)
+  bool overlap = false;     // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
+  int stages = 2;           // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
+  int min_blocks = 1;       // blocks per SM the registers must leave room for
+  bool tma = false;         // warp specialisation: a producer warpgroup (one thread of it) loads Q,
+                            // K, V with TMA into a ring of stages guarded by mbarriers; the other
+                            // warpgroups only compute, with the producer's registers
+  bool pingpong = false;    // (TMA, 2 warpgroups) the warpgroups take turns to issue their products,
+                            // so that one's softmax runs while the other's products do
+  bool store_tma = false;   // (TMA) O leaves through shared memory: each warpgroup writes its rows
+                            // there and one thread stores them with TMA, in the background
+  bool persistent = false;  // (TMA) one block per SM, walking the query tiles heaviest first; the
+                            // producer loads the next tile's Q and K/V during this one's epilogue
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -61,10 +65,15 @@ struct HopperConfig {
   static constexpr int STAGES = OPT.stages;
   static constexpr int MIN_BLOCKS_PER_SM = OPT.min_blocks;
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom: 8 rows of 128 bytes
+  static constexpr bool STORE_TMA = OPT.store_tma;
+  static constexpr bool PERSISTENT = OPT.persistent;
+  // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the epilogue.
   static constexpr std::size_t tiles_bytes =
-      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
-  // The tiles, then (TMA) the mbarriers: Q's, and per stage K full, V full, stage empty.
-  static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (1 + 3 * STAGES) * 8 : 0) + TILE_ALIGN;
+      static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
+  // The tiles, then (TMA) the mbarriers: Q full, Q empty, and per stage K full, V full, empty.
+  static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (2 + 3 * STAGES) * 8 : 0) + TILE_ALIGN;
+  static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
+  static_assert(TMA || (!STORE_TMA && !PERSISTENT), "the TMA store and the persistent loop need the producer");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
@@ -358,32 +367,103 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) hopp
 }
 
 // ---- warp specialisation: a producer warp with TMA, the warpgroups computing ------------------
-// The tensor maps of Q, K and V (fa2_hopper.cu makes them): each a 3-D (D, N, batch) view whose
-// box is 64 columns (128 bytes, the swizzle's row) by BLOCK_M or BLOCK_N rows.
+// The tensor maps of Q, K, V and O (fa2_hopper.cu makes them): each a 3-D (D, N, batch) view
+// whose box is 64 columns (128 bytes, the swizzle's row) by BLOCK_M (Q), BLOCK_N (K, V) or 64 (O:
+// one warpgroup's rows; only with STORE_TMA) rows.
 struct HopperMaps {
-  CUtensorMap q, k, v;
+  CUtensorMap q, k, v, o;
 };
+
+// The query tiles of a launch in the order blocks take them: work item t is query tile
+// `q_tile` of (batch x head) `bh`. Without a mask, the query tiles of a head one after the other
+// (the blocks running together share its K and V in L2). Causal, the last query tile of every
+// head first, then the one before it, and so on: the heaviest tiles start first and the lightest
+// fill the end (longest processing time first).
+struct WorkTile {
+  int q_tile, bh;
+};
+template <class Cfg>
+__device__ __forceinline__ WorkTile work_tile(const FastParams& p, int t, int heads) {
+  if constexpr (Cfg::CAUSAL) {
+    return {p.n_q_tiles - 1 - t / heads, t % heads};
+  } else {
+    return {t % p.n_q_tiles, t / p.n_q_tiles};
+  }
+}
+
+// The key tiles of the block whose query tile starts at q0 (causal: up to its last query).
+template <class Cfg>
+__device__ __forceinline__ int key_tiles(const FastParams& p, int q0) {
+  const int n_tiles = (p.N_KEYS + Cfg::BLOCK_N - 1) / Cfg::BLOCK_N;
+  return Cfg::CAUSAL ? min(n_tiles, (min(q0 + Cfg::BLOCK_M, p.N_QUERIES) - 1) / Cfg::BLOCK_N + 1) : n_tiles;
+}
+
+// The epilogue with STORE_TMA: O / l in bf16 into the warpgroup's 64 rows of sO (Q's swizzled
+// layout: one 64 x 64 box per column block), then one thread of the warpgroup hands them to TMA
+// and the warpgroup goes on without waiting. L leaves from registers, as in write_output. sO is
+// written again only once the previous tile's store has read it.
+template <class Cfg>
+__device__ __forceinline__ void store_output_tma(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w,
+                                                 int q0, int bh, int wg, __nv_bfloat16* sO, const CUtensorMap* map_o) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  constexpr int BM = Cfg::BLOCK_M;
+  const int barrier = 3 + wg;  // 1 and 2 are the ping-pong's
+  const bool leader = threadIdx.x % 128 == 0;
+  if (leader) bulk_wait_read();
+  named_barrier_sync(barrier, 128);
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+  float* Lb = p.L + static_cast<index_t>(bh) * p.stride_lb;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = st.l[0][h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = w.warp_row0 + g + 8 * h;
+    const float inv = 1.0f / sum;
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) {
+      *reinterpret_cast<std::uint32_t*>(sO + sw128_offset<BM>(row, t) + c) =
+          pack_bf16x2(st.o[0][t][2 * h] * inv, st.o[0][t][2 * h + 1] * inv);
+    }
+    const int query = q0 + row;
+    if (query < p.N_QUERIES && (w.lane & 3) == 0) {
+      Lb[static_cast<index_t>(query) * p.stride_lq] = (st.m[0][h] + log2f(sum)) * kLn2;
+    }
+  }
+  fence_proxy_async();  // the rows are in shared memory; the copy engine reads them next
+  named_barrier_sync(barrier, 128);
+  if (leader && q0 + 64 * wg < p.N_QUERIES) {
+    for (int cb = 0; cb < Cfg::D / 64; ++cb)
+      tma_store_3d(map_o, sO + cb * BM * 64 + wg * 64 * 64, cb * 64, q0 + 64 * wg, bh);
+    bulk_commit();
+  }
+}
 
 // The computing warpgroups' loop: hopper_key_loop_overlapped with every cp.async wait and
 // __syncthreads replaced by waits on the stage's mbarriers, and each stage handed back (an arrival
 // per warp on `empty`) once its K and V are no longer read. The two warpgroups no longer meet at
-// a barrier: one's softmax can run while the other's products do.
+// a barrier: one's softmax can run while the other's products do. The ring does not restart with
+// a query tile: `ring0` K/V tiles went through it before this one's tile 0 (persistent blocks).
 template <class Cfg>
-__device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen, RowState<Cfg>& st,
-                                                     const __nv_bfloat16* sQ, int wg, const __nv_bfloat16* sK,
-                                                     const __nv_bfloat16* sV, std::uint64_t* full_k,
-                                                     std::uint64_t* full_v, std::uint64_t* empty, const WarpPlace& w) {
+__device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen, int ring0,
+                                                     RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg,
+                                                     const __nv_bfloat16* sK, const __nv_bfloat16* sV,
+                                                     std::uint64_t* full_k, std::uint64_t* full_v, std::uint64_t* empty,
+                                                     const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
-  const auto K_stage = [&](int j) { return sK + (j % STAGES) * BN * D; };
-  const auto V_stage = [&](int j) { return sV + (j % STAGES) * BN * D; };
-  const auto parity = [](int j) { return static_cast<std::uint32_t>((j / STAGES) & 1); };
+  // Tile j of this query tile is the ring's (ring0 + j)-th: stage (ring0 + j) % STAGES, in round
+  // (ring0 + j) / STAGES, whose parity its waits take.
+  const auto stage = [&](int j) { return (ring0 + j) % STAGES; };
+  const auto parity = [&](int j) { return static_cast<std::uint32_t>(((ring0 + j) / STAGES) & 1); };
+  const auto K_stage = [&](int j) { return sK + stage(j) * BN * D; };
+  const auto V_stage = [&](int j) { return sV + stage(j) * BN * D; };
   const auto release = [&](int j) {
     __syncwarp();
-    if (w.lane == 0) mbarrier_arrive(&empty[j % STAGES]);
+    if (w.lane == 0) mbarrier_arrive(&empty[stage(j)]);
   };
   PFrags<Cfg> pa;
   {
-    mbarrier_wait(&full_k[0], 0);
+    mbarrier_wait(&full_k[stage(0)], parity(0));
     ScoreFrags<Cfg> s;
     issue_scores<Cfg>(s, sQ, wg, K_stage(0));  // every warpgroup sees tile 0
     wgmma_wait<0>();
@@ -410,8 +490,8 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
   };
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_seen) {
-      mbarrier_wait(&full_k[(j + 1) % STAGES], parity(j + 1));
-      mbarrier_wait(&full_v[j % STAGES], parity(j));
+      mbarrier_wait(&full_k[stage(j + 1)], parity(j + 1));
+      mbarrier_wait(&full_v[stage(j)], parity(j));
       ScoreFrags<Cfg> s;
       take_turn();
       issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
@@ -428,7 +508,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       rescale_output<Cfg>(st, alpha);
       pack_probabilities<Cfg>(s, pa);
     } else if (j + 1 == n_seen) {
-      mbarrier_wait(&full_v[j % STAGES], parity(j));
+      mbarrier_wait(&full_v[stage(j)], parity(j));
       take_turn();
       issue_pv<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
       pass_turn(j);
@@ -443,31 +523,36 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
   }
 }
 
+// The warp-specialised kernel. Without PERSISTENT, block b computes work item b; with it, there
+// is one block per SM and block b computes items b, b + gridDim.x, ... The ring of K/V stages and
+// the phases of the barriers run on from one item to the next, and the producer loads the next
+// item's K_0 and Q while the warpgroups finish this one (Q once every warp is done reading it).
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
-    hopper_ws_fwd_kernel(const FastParams p, const __grid_constant__ HopperMaps maps) {
+    hopper_ws_fwd_kernel(const FastParams p, const __grid_constant__ HopperMaps maps, const int heads) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t misalign = smem_address(smem_raw) % Cfg::TILE_ALIGN;
   unsigned char* base = smem_raw + (misalign ? Cfg::TILE_ALIGN - misalign : 0);
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(base);  // (BM, D)
-  __nv_bfloat16* sK = sQ + BM * D;                    // STAGES x (BN, D)
-  __nv_bfloat16* sV = sK + STAGES * BN * D;           // STAGES x (BN, D)
-  auto* bar_q = reinterpret_cast<std::uint64_t*>(base + Cfg::tiles_bytes);
-  std::uint64_t* full_k = bar_q + 1;        // K_t landed (the copy engine's bytes)
-  std::uint64_t* full_v = full_k + STAGES;  // V_t landed
-  std::uint64_t* empty = full_v + STAGES;   // every computing warp is done with the stage
+  auto* sQ = reinterpret_cast<__nv_bfloat16*>(base);                        // (BM, D)
+  __nv_bfloat16* sK = sQ + BM * D;                                          // STAGES x (BN, D)
+  __nv_bfloat16* sV = sK + STAGES * BN * D;                                 // STAGES x (BN, D)
+  __nv_bfloat16* sO = sV + STAGES * BN * D;                                 // (BM, D), with STORE_TMA
+  auto* bar_q = reinterpret_cast<std::uint64_t*>(base + Cfg::tiles_bytes);  // Q landed
+  std::uint64_t* q_empty = bar_q + 1;                                       // every computing warp is done with Q
+  std::uint64_t* full_k = bar_q + 2;                                        // K_t landed (the copy engine's bytes)
+  std::uint64_t* full_v = full_k + STAGES;                                  // V_t landed
+  std::uint64_t* empty = full_v + STAGES;  // every computing warp is done with the stage
 
-  const int q_tile = Cfg::CAUSAL ? p.n_q_tiles - 1 - static_cast<int>(blockIdx.y) : static_cast<int>(blockIdx.x);
-  const int bh = static_cast<int>(Cfg::CAUSAL ? blockIdx.x : blockIdx.y);
-  const int q0 = q_tile * BM;
+  const int items = heads * p.n_q_tiles;
+  const int first = static_cast<int>(blockIdx.x);
+  const int step = Cfg::PERSISTENT ? static_cast<int>(gridDim.x) : items;  // without: one item
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  int n_tiles = (p.N_KEYS + BN - 1) / BN;
-  if constexpr (Cfg::CAUSAL) n_tiles = min(n_tiles, (min(q0 + BM, p.N_QUERIES) - 1) / BN + 1);
 
   if (threadIdx.x == 0) {
     mbarrier_init(bar_q, 1);
+    mbarrier_init(q_empty, Cfg::NUM_WARPS);
     for (int s = 0; s < STAGES; ++s) {
       mbarrier_init(&full_k[s], 1);
       mbarrier_init(&full_v[s], 1);
@@ -478,41 +563,66 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   __syncthreads();
 
   if (warp >= Cfg::NUM_WARPS) {
-    // The producer warpgroup: one thread issues every load. Tile t goes to stage t % STAGES once
-    // the computing warps have handed back tile t - STAGES (its (t / STAGES - 1)-th release).
+    // The producer warpgroup: one thread issues every load. The ring's tile r goes to stage
+    // r % STAGES once the computing warps have handed back tile r - STAGES (that stage's
+    // (r / STAGES - 1)-th release). Q of item i waits for the warps' (i - 1)-th release of Q.
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     if (threadIdx.x == Cfg::NUM_THREADS) {
       constexpr std::uint32_t tile_bytes = BN * D * sizeof(__nv_bfloat16);
-      mbarrier_arrive_expect_bytes(bar_q, BM * D * sizeof(__nv_bfloat16));
-      for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(sQ + cb * BM * 64, &maps.q, cb * 64, q0, bh, bar_q);
-      for (int t = 0; t < n_tiles; ++t) {
-        const int s = t % STAGES;
-        if (t >= STAGES) mbarrier_wait(&empty[s], static_cast<std::uint32_t>((t / STAGES - 1) & 1));
-        mbarrier_arrive_expect_bytes(&full_k[s], tile_bytes);
-        for (int cb = 0; cb < D / 64; ++cb) {
-          tma_load_3d(sK + s * BN * D + cb * BN * 64, &maps.k, cb * 64, t * BN, bh, &full_k[s]);
-        }
-        mbarrier_arrive_expect_bytes(&full_v[s], tile_bytes);
-        for (int cb = 0; cb < D / 64; ++cb) {
-          tma_load_3d(sV + s * BN * D + cb * BN * 64, &maps.v, cb * 64, t * BN, bh, &full_v[s]);
+      int ring = 0, item = 0;
+      for (int t = first; t < items; t += step, ++item) {
+        const WorkTile wt = work_tile<Cfg>(p, t, heads);
+        const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg>(p, q0);
+        for (int j = 0; j < n_tiles; ++j, ++ring) {
+          const int s = ring % STAGES;
+          if (ring >= STAGES) mbarrier_wait(&empty[s], static_cast<std::uint32_t>((ring / STAGES - 1) & 1));
+          mbarrier_arrive_expect_bytes(&full_k[s], tile_bytes);
+          for (int cb = 0; cb < D / 64; ++cb) {
+            tma_load_3d(sK + s * BN * D + cb * BN * 64, &maps.k, cb * 64, j * BN, wt.bh, &full_k[s]);
+          }
+          mbarrier_arrive_expect_bytes(&full_v[s], tile_bytes);
+          for (int cb = 0; cb < D / 64; ++cb) {
+            tma_load_3d(sV + s * BN * D + cb * BN * 64, &maps.v, cb * 64, j * BN, wt.bh, &full_v[s]);
+          }
+          if (j == 0) {
+            if (item > 0) mbarrier_wait(q_empty, static_cast<std::uint32_t>((item - 1) & 1));
+            mbarrier_arrive_expect_bytes(bar_q, BM * D * sizeof(__nv_bfloat16));
+            for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(sQ + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar_q);
+          }
         }
       }
     }
   } else {
     setmaxnreg_inc<Cfg::CONSUMER_REGS>();
     const int wg = warp / 4;
-    const WarpPlace w{lane, warp * 16, q0 + warp * 16};
-    const int wg_last_query = q0 + 64 * wg + 63;
-    const int n_seen = Cfg::CAUSAL ? min(n_tiles, wg_last_query / BN + 1) : n_tiles;
-    RowState<Cfg> st;
-    init_row_state<Cfg>(st);
-    mbarrier_wait(bar_q, 0);
-    hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, st, sQ, wg, sK, sV, full_k, full_v, empty, w);
-    write_output<Cfg>(p, st, w, q0, bh, sQ);
+    int ring = 0, item = 0;
+    for (int t = first; t < items; t += step, ++item) {
+      const WorkTile wt = work_tile<Cfg>(p, t, heads);
+      const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg>(p, q0);
+      const WarpPlace w{lane, warp * 16, q0 + warp * 16};
+      const int wg_last_query = q0 + 64 * wg + 63;
+      const int n_seen = Cfg::CAUSAL ? min(n_tiles, wg_last_query / BN + 1) : n_tiles;
+      RowState<Cfg> st;
+      init_row_state<Cfg>(st);
+      mbarrier_wait(bar_q, static_cast<std::uint32_t>(item & 1));
+      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, sQ, wg, sK, sV, full_k, full_v, empty, w);
+      ring += n_tiles;
+      __syncwarp();
+      if (lane == 0) mbarrier_arrive(q_empty);  // every S of this item is done: Q may be replaced
+      if constexpr (Cfg::STORE_TMA) {
+        store_output_tma<Cfg>(p, st, w, q0, wt.bh, wg, sO, &maps.o);
+      } else {
+        write_output<Cfg>(p, st, w, q0, wt.bh, sQ);
+      }
+    }
+    if constexpr (Cfg::STORE_TMA) {
+      if (threadIdx.x % 128 == 0) bulk_wait();  // shared memory must outlive the stores reading it
+    }
   }
 #else
   (void)p;
   (void)maps;
+  (void)heads;
 #endif
 }
 

@@ -5,7 +5,8 @@
 //             0, ...), so one barrier serves every round of a ring of stages
 //   TMA       cp.async.bulk.tensor: one thread asks the copy engine for a whole box of a tensor
 //             (described by a CUtensorMap made on the host), which lands in shared memory already
-//             swizzled and signals the bytes to an mbarrier; rows outside the tensor arrive as 0
+//             swizzled and signals the bytes to an mbarrier; rows outside the tensor arrive as 0.
+//             The same engine stores a box from shared memory back to the tensor
 // PTX ISA, "Parallel Synchronization and Communication Instructions: mbarrier" and "Data
 // Movement: cp.async.bulk.tensor".
 #pragma once
@@ -74,6 +75,28 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
       "[%5];\n" ::"r"(smem_address(dst)),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
       : "memory");
+}
+
+// The reverse: the box at `src` in shared memory to `map` at (c0, c1, c2); rows outside the
+// tensor are not written. Stores are tracked per thread in bulk groups, not on an mbarrier: the
+// issuing thread commits them and waits for them (bulk_wait_read before shared memory is reused,
+// bulk_wait before the block exits). Shared-memory writes must be fenced to the async proxy first.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void* src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(smem_address(src)), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+// The stores committed so far have read their shared memory (which may then be overwritten).
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+}
+// The stores committed so far are complete.
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
 }
 
 }  // namespace fa2::fast
