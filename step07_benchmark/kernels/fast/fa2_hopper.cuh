@@ -13,6 +13,7 @@
 
 #include <cuda_bf16.h>
 
+#include <climits>
 #include <cstddef>
 #include <cstdint>
 
@@ -70,8 +71,9 @@ struct HopperConfig {
   // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the epilogue.
   static constexpr std::size_t tiles_bytes =
       static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
-  // The tiles, then (TMA) the mbarriers: Q full, Q empty, and per stage K full, V full, empty.
-  static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (2 + 3 * STAGES) * 8 : 0) + TILE_ALIGN;
+  // The tiles, then (TMA) the mbarriers: Q full, Q empty, and per stage K full, V full, K empty,
+  // V empty.
+  static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (2 + 4 * STAGES) * 8 : 0) + TILE_ALIGN;
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
   static_assert(TMA || (!STORE_TMA && !PERSISTENT), "the TMA store and the persistent loop need the producer");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
@@ -391,6 +393,18 @@ __device__ __forceinline__ WorkTile work_tile(const FastParams& p, int t, int he
   }
 }
 
+// The work item a block computes in its round k (INT_MAX: none). Without PERSISTENT, block b has
+// one round, item b. With it, round k holds items k * gridDim.x onwards, taken left to right in
+// even rounds and right to left in odd ones: causal items come heaviest first, so the block that
+// takes the heaviest of one round takes the lightest of the next, and the blocks' totals stay
+// even (block 0 would otherwise take the heaviest of every round).
+template <class Cfg>
+__device__ __forceinline__ int block_item(int k) {
+  const int b = static_cast<int>(blockIdx.x), blocks = static_cast<int>(gridDim.x);
+  if constexpr (!Cfg::PERSISTENT) return k == 0 ? b : INT_MAX;
+  return k * blocks + (k % 2 == 0 ? b : blocks - 1 - b);
+}
+
 // The key tiles of the block whose query tile starts at q0 (causal: up to its last query).
 template <class Cfg>
 __device__ __forceinline__ int key_tiles(const FastParams& p, int q0) {
@@ -439,17 +453,27 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
   }
 }
 
+// The mbarriers of the ring of K/V stages, one of each per stage: K landed, V landed (the copy
+// engine's bytes), and every computing warp done with K, with V. K and V are handed back
+// separately: K_{j+1} is free once S_{j+1} is computed, half an iteration before V_j is.
+struct RingBarriers {
+  std::uint64_t* full_k;
+  std::uint64_t* full_v;
+  std::uint64_t* empty_k;
+  std::uint64_t* empty_v;
+};
+
 // The computing warpgroups' loop: hopper_key_loop_overlapped with every cp.async wait and
-// __syncthreads replaced by waits on the stage's mbarriers, and each stage handed back (an arrival
-// per warp on `empty`) once its K and V are no longer read. The two warpgroups no longer meet at
-// a barrier: one's softmax can run while the other's products do. The ring does not restart with
-// a query tile: `ring0` K/V tiles went through it before this one's tile 0 (persistent blocks).
+// __syncthreads replaced by waits on the stage's mbarriers, and each K and V tile handed back (an
+// arrival per warp on empty_k or empty_v) as soon as no wgmma reads it. The two warpgroups no
+// longer meet at a barrier: one's softmax can run while the other's products do. The ring does
+// not restart with a query tile: `ring0` K/V tiles went through it before this one's tile 0
+// (persistent blocks).
 template <class Cfg>
 __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen, int ring0,
                                                      RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg,
                                                      const __nv_bfloat16* sK, const __nv_bfloat16* sV,
-                                                     std::uint64_t* full_k, std::uint64_t* full_v, std::uint64_t* empty,
-                                                     const WarpPlace& w) {
+                                                     const RingBarriers& bar, const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
   // Tile j of this query tile is the ring's (ring0 + j)-th: stage (ring0 + j) % STAGES, in round
   // (ring0 + j) / STAGES, whose parity its waits take.
@@ -457,17 +481,18 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
   const auto parity = [&](int j) { return static_cast<std::uint32_t>(((ring0 + j) / STAGES) & 1); };
   const auto K_stage = [&](int j) { return sK + stage(j) * BN * D; };
   const auto V_stage = [&](int j) { return sV + stage(j) * BN * D; };
-  const auto release = [&](int j) {
+  const auto release = [&](std::uint64_t* empty, int j) {
     __syncwarp();
     if (w.lane == 0) mbarrier_arrive(&empty[stage(j)]);
   };
   PFrags<Cfg> pa;
   {
-    mbarrier_wait(&full_k[stage(0)], parity(0));
+    mbarrier_wait(&bar.full_k[stage(0)], parity(0));
     ScoreFrags<Cfg> s;
     issue_scores<Cfg>(s, sQ, wg, K_stage(0));  // every warpgroup sees tile 0
     wgmma_wait<0>();
     fence_accumulators(s[0]);
+    release(bar.empty_k, 0);
     float alpha[2];
     softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
     pack_probabilities<Cfg>(s, pa);
@@ -490,8 +515,8 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
   };
   for (int j = 0; j < n_tiles; ++j) {
     if (j + 1 < n_seen) {
-      mbarrier_wait(&full_k[stage(j + 1)], parity(j + 1));
-      mbarrier_wait(&full_v[stage(j)], parity(j));
+      mbarrier_wait(&bar.full_k[stage(j + 1)], parity(j + 1));
+      mbarrier_wait(&bar.full_v[stage(j)], parity(j));
       ScoreFrags<Cfg> s;
       take_turn();
       issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
@@ -499,32 +524,35 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       pass_turn(j);
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
       fence_accumulators(s[0]);
+      release(bar.empty_k, j + 1);
       float alpha[2];
       softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
-      wgmma_wait<0>();  // P_j (pa), O and stage j are free again
+      wgmma_wait<0>();  // P_j (pa), O and V_j are free again
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
-      release(j);
+      release(bar.empty_v, j);
       rescale_output<Cfg>(st, alpha);
       pack_probabilities<Cfg>(s, pa);
     } else if (j + 1 == n_seen) {
-      mbarrier_wait(&full_v[stage(j)], parity(j));
+      mbarrier_wait(&bar.full_v[stage(j)], parity(j));
       take_turn();
       issue_pv<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
       pass_turn(j);
       wgmma_wait<0>();
       fence_accumulators(st.o[0]);
-      release(j);
+      release(bar.empty_v, j);
     } else {
       take_turn();
       pass_turn(j);
-      release(j);  // causal: a tile below this warpgroup's rows; the producer still counts on it
+      // Causal: a tile below this warpgroup's rows; the producer still counts on its release.
+      release(bar.empty_k, j);
+      release(bar.empty_v, j);
     }
   }
 }
 
 // The warp-specialised kernel. Without PERSISTENT, block b computes work item b; with it, there
-// is one block per SM and block b computes items b, b + gridDim.x, ... The ring of K/V stages and
+// is one block per SM and each block computes one item per round (block_item). The ring of K/V stages and
 // the phases of the barriers run on from one item to the next, and the producer loads the next
 // item's K_0 and Q while the warpgroups finish this one (Q once every warp is done reading it).
 template <class Cfg>
@@ -541,22 +569,19 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   __nv_bfloat16* sO = sV + STAGES * BN * D;                                 // (BM, D), with STORE_TMA
   auto* bar_q = reinterpret_cast<std::uint64_t*>(base + Cfg::tiles_bytes);  // Q landed
   std::uint64_t* q_empty = bar_q + 1;                                       // every computing warp is done with Q
-  std::uint64_t* full_k = bar_q + 2;                                        // K_t landed (the copy engine's bytes)
-  std::uint64_t* full_v = full_k + STAGES;                                  // V_t landed
-  std::uint64_t* empty = full_v + STAGES;  // every computing warp is done with the stage
+  const RingBarriers ring_bar{bar_q + 2, bar_q + 2 + STAGES, bar_q + 2 + 2 * STAGES, bar_q + 2 + 3 * STAGES};
 
   const int items = heads * p.n_q_tiles;
-  const int first = static_cast<int>(blockIdx.x);
-  const int step = Cfg::PERSISTENT ? static_cast<int>(gridDim.x) : items;  // without: one item
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
 
   if (threadIdx.x == 0) {
     mbarrier_init(bar_q, 1);
     mbarrier_init(q_empty, Cfg::NUM_WARPS);
     for (int s = 0; s < STAGES; ++s) {
-      mbarrier_init(&full_k[s], 1);
-      mbarrier_init(&full_v[s], 1);
-      mbarrier_init(&empty[s], Cfg::NUM_WARPS);
+      mbarrier_init(&ring_bar.full_k[s], 1);
+      mbarrier_init(&ring_bar.full_v[s], 1);
+      mbarrier_init(&ring_bar.empty_k[s], Cfg::NUM_WARPS);
+      mbarrier_init(&ring_bar.empty_v[s], Cfg::NUM_WARPS);
     }
     fence_mbarrier_init();
   }
@@ -569,23 +594,25 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
     if (threadIdx.x == Cfg::NUM_THREADS) {
       constexpr std::uint32_t tile_bytes = BN * D * sizeof(__nv_bfloat16);
-      int ring = 0, item = 0;
-      for (int t = first; t < items; t += step, ++item) {
+      int ring = 0;
+      for (int k = 0, t = block_item<Cfg>(0); t < items; t = block_item<Cfg>(++k)) {
         const WorkTile wt = work_tile<Cfg>(p, t, heads);
         const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg>(p, q0);
         for (int j = 0; j < n_tiles; ++j, ++ring) {
           const int s = ring % STAGES;
-          if (ring >= STAGES) mbarrier_wait(&empty[s], static_cast<std::uint32_t>((ring / STAGES - 1) & 1));
-          mbarrier_arrive_expect_bytes(&full_k[s], tile_bytes);
+          const auto round_before = static_cast<std::uint32_t>((ring / STAGES - 1) & 1);
+          if (ring >= STAGES) mbarrier_wait(&ring_bar.empty_k[s], round_before);
+          mbarrier_arrive_expect_bytes(&ring_bar.full_k[s], tile_bytes);
           for (int cb = 0; cb < D / 64; ++cb) {
-            tma_load_3d(sK + s * BN * D + cb * BN * 64, &maps.k, cb * 64, j * BN, wt.bh, &full_k[s]);
+            tma_load_3d(sK + s * BN * D + cb * BN * 64, &maps.k, cb * 64, j * BN, wt.bh, &ring_bar.full_k[s]);
           }
-          mbarrier_arrive_expect_bytes(&full_v[s], tile_bytes);
+          if (ring >= STAGES) mbarrier_wait(&ring_bar.empty_v[s], round_before);
+          mbarrier_arrive_expect_bytes(&ring_bar.full_v[s], tile_bytes);
           for (int cb = 0; cb < D / 64; ++cb) {
-            tma_load_3d(sV + s * BN * D + cb * BN * 64, &maps.v, cb * 64, j * BN, wt.bh, &full_v[s]);
+            tma_load_3d(sV + s * BN * D + cb * BN * 64, &maps.v, cb * 64, j * BN, wt.bh, &ring_bar.full_v[s]);
           }
           if (j == 0) {
-            if (item > 0) mbarrier_wait(q_empty, static_cast<std::uint32_t>((item - 1) & 1));
+            if (k > 0) mbarrier_wait(q_empty, static_cast<std::uint32_t>((k - 1) & 1));
             mbarrier_arrive_expect_bytes(bar_q, BM * D * sizeof(__nv_bfloat16));
             for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(sQ + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar_q);
           }
@@ -595,8 +622,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   } else {
     setmaxnreg_inc<Cfg::CONSUMER_REGS>();
     const int wg = warp / 4;
-    int ring = 0, item = 0;
-    for (int t = first; t < items; t += step, ++item) {
+    int ring = 0;
+    for (int k = 0, t = block_item<Cfg>(0); t < items; t = block_item<Cfg>(++k)) {
       const WorkTile wt = work_tile<Cfg>(p, t, heads);
       const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg>(p, q0);
       const WarpPlace w{lane, warp * 16, q0 + warp * 16};
@@ -604,8 +631,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
       const int n_seen = Cfg::CAUSAL ? min(n_tiles, wg_last_query / BN + 1) : n_tiles;
       RowState<Cfg> st;
       init_row_state<Cfg>(st);
-      mbarrier_wait(bar_q, static_cast<std::uint32_t>(item & 1));
-      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, sQ, wg, sK, sV, full_k, full_v, empty, w);
+      mbarrier_wait(bar_q, static_cast<std::uint32_t>(k & 1));
+      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, sQ, wg, sK, sV, ring_bar, w);
       ring += n_tiles;
       __syncwarp();
       if (lane == 0) mbarrier_arrive(q_empty);  // every S of this item is done: Q may be replaced
