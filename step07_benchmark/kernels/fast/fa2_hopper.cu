@@ -168,6 +168,20 @@ constexpr HopperOptions kPingpongPersistent4{
     .overlap = true, .stages = 4, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
 constexpr HopperOptions kPingpongPersistent2{
     .overlap = true, .stages = 2, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
+constexpr HopperOptions kPingpongPersistentLazy4{.overlap = true,
+                                                 .stages = 4,
+                                                 .tma = true,
+                                                 .pingpong = true,
+                                                 .store_tma = true,
+                                                 .persistent = true,
+                                                 .lazy_rescale = true};
+constexpr HopperOptions kPingpongPersistentLazy2{.overlap = true,
+                                                 .stages = 2,
+                                                 .tma = true,
+                                                 .pingpong = true,
+                                                 .store_tma = true,
+                                                 .persistent = true,
+                                                 .lazy_rescale = true};
 constexpr HopperOptions kWg3Persistent{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true, .persistent = true};
 constexpr HopperOptions kWg3Bn64Persistent{
     .warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true, .persistent = true};
@@ -209,6 +223,9 @@ void v6_store_tma(const FlashFwdArgs& a, cudaStream_t s) {
 }
 void v6_persistent(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kPingpongPersistent4, kPingpongPersistent2, 64, 128>(a, s);
+}
+void v6_persistent_lazy(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongPersistentLazy4, kPingpongPersistentLazy2, 64, 128>(a, s);
 }
 void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kWg3Persistent, kWg3Bn64Persistent, 64, 128>(a, s);

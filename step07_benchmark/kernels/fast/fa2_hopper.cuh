@@ -25,20 +25,21 @@
 namespace fa2::fast {
 
 struct HopperOptions {
-  int warpgroups = 2;       // 64 query rows each; they share the K and V tiles of the block
-  int block_n = 128;        // keys per tile (the N of S's wgmma)
-  bool overlap = false;     // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
-  int stages = 2;           // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
-  int min_blocks = 1;       // blocks per SM the registers must leave room for
-  bool tma = false;         // warp specialisation: a producer warpgroup (one thread of it) loads Q,
-                            // K, V with TMA into a ring of stages guarded by mbarriers; the other
-                            // warpgroups only compute, with the producer's registers
-  bool pingpong = false;    // (TMA, 2 warpgroups) the warpgroups take turns to issue their products,
-                            // so that one's softmax runs while the other's products do
-  bool store_tma = false;   // (TMA) O leaves through shared memory: each warpgroup writes its rows
-                            // there and one thread stores them with TMA, in the background
-  bool persistent = false;  // (TMA) one block per SM, walking the query tiles heaviest first; the
-                            // producer loads the next tile's Q and K/V during this one's epilogue
+  int warpgroups = 2;         // 64 query rows each; they share the K and V tiles of the block
+  int block_n = 128;          // keys per tile (the N of S's wgmma)
+  bool overlap = false;       // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
+  int stages = 2;             // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
+  int min_blocks = 1;         // blocks per SM the registers must leave room for
+  bool tma = false;           // warp specialisation: a producer warpgroup (one thread of it) loads Q,
+                              // K, V with TMA into a ring of stages guarded by mbarriers; the other
+                              // warpgroups only compute, with the producer's registers
+  bool pingpong = false;      // (TMA, 2 warpgroups) the warpgroups take turns to issue their products,
+                              // so that one's softmax runs while the other's products do
+  bool store_tma = false;     // (TMA) O leaves through shared memory: each warpgroup writes its rows
+                              // there and one thread stores them with TMA, in the background
+  bool persistent = false;    // (TMA) one block per SM, walking the query tiles heaviest first; the
+                              // producer loads the next tile's Q and K/V during this one's epilogue
+  bool lazy_rescale = false;  // skip O *= alpha in a warp whose rows all kept their maximum
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -68,6 +69,7 @@ struct HopperConfig {
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom: 8 rows of 128 bytes
   static constexpr bool STORE_TMA = OPT.store_tma;
   static constexpr bool PERSISTENT = OPT.persistent;
+  static constexpr bool LAZY_RESCALE = OPT.lazy_rescale;
   // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the epilogue.
   static constexpr std::size_t tiles_bytes =
       static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
@@ -177,8 +179,14 @@ __device__ __forceinline__ void pack_probabilities(const ScoreFrags<Cfg>& s, PFr
   }
 }
 
+// O *= alpha, row by row. Once the running maxima settle, most tiles leave them unchanged
+// (alpha = 1 in every row); with LAZY_RESCALE the warp then skips the multiplications, a uniform
+// branch.
 template <class Cfg>
 __device__ __forceinline__ void rescale_output(RowState<Cfg>& st, const float (&alpha)[2]) {
+  if constexpr (Cfg::LAZY_RESCALE) {
+    if (!__any_sync(0xffffffffu, alpha[0] != 1.0f || alpha[1] != 1.0f)) return;
+  }
 #pragma unroll
   for (int t = 0; t < Cfg::D / 8; ++t) {
     st.o[0][t][0] *= alpha[0];
@@ -544,8 +552,14 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     } else {
       take_turn();
       pass_turn(j);
-      // Causal: a tile below this warpgroup's rows; the producer still counts on its release.
+      // Causal: a tile below this warpgroup's rows; the producer still counts on its release. It
+      // is released only once it has landed, as every other: an arrival on a stage's empty
+      // barrier always belongs to the phase the producer waits for next. (Released unseen, a
+      // warpgroup could run STAGES tiles ahead of a slower one and complete a phase in its place,
+      // letting the producer overwrite a stage still being read.)
+      mbarrier_wait(&bar.full_k[stage(j)], parity(j));
       release(bar.empty_k, j);
+      mbarrier_wait(&bar.full_v[stage(j)], parity(j));
       release(bar.empty_v, j);
     }
   }
