@@ -7,7 +7,8 @@
 #                                          everything, every test with FA2_REQUIRE_GPU=1, the SASS
 #                                          of the fast kernels (no local memory allowed), and the
 #                                          PyTorch operators' pytest suite and example when built
-#   scripts/gpu_session.sh sanitize [OUT]  compute-sanitizer (memcheck, racecheck) on the GPU
+#   scripts/gpu_session.sh sanitize [OUT]  compute-sanitizer (memcheck, racecheck; synccheck on the
+#                                          fast kernels) on the GPU
 #                                          suites, and racecheck on step05's kernel without its
 #                                          barrier (it must report the race)
 #   scripts/gpu_session.sh bench    [OUT]  step07_bench (BENCH_ARGS, default: the full sweep),
@@ -109,6 +110,7 @@ phase_sanitize() {
   sanitize step07_memcheck memcheck 300 step07_benchmark/step07_gpu_tests
   sanitize step07_variants_memcheck memcheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   sanitize step07_variants_racecheck racecheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
+  sanitize step07_variants_synccheck synccheck 300 step07_benchmark/step07_variant_gpu_tests "-tc=*small ragged*"
   sanitize common_memcheck memcheck 60 common/common_gpu_tests "-tce=*failing CUDA call*"
   sanitize step05_backward_memcheck memcheck 300 step05_fa2_kernel/step05_backward_gpu_tests "-tce=*2^31*"
   sanitize step05_backward_racecheck racecheck 300 step05_fa2_kernel/step05_backward_gpu_tests "-tce=*2^31*"

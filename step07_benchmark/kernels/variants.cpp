@@ -405,7 +405,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
       {"v6",
        "tuned wgmma",
-       "v6.6, v6.8 or v6.9 chosen by head dim, causal flag and the query rows to spread over the SMs (sm_90 only)",
+       "v6.8, v6.11 or v6.12 chosen by head dim, causal flag and the query rows to spread over the SMs (sm_90 only)",
        "hopper",
        d64_128,
        {bfloat16},

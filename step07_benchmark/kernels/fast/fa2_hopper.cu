@@ -233,18 +233,16 @@ void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
 
 void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {
   // The configuration by head dim, causal flag and amount of work, counted in query rows over all
-  // (batch, head) pairs: 192-row blocks pay off once there are enough rows to fill the 132 SMs
-  // several times. From the sweep of step07's README (H200, B x H = 32: 2^16 rows is N = 2048):
-  //   head dim 64           >= 2^16 rows: v6.8 (3 warpgroups); fewer: v6.9 (ping-pong)
-  //   head dim 128          v6.9 (ping-pong)
-  //   head dim 128, causal  >= 2^18 rows: v6.8; fewer: v6.6
+  // (batch, head) pairs. From the sweep of step07's README (H200, B x H = 32: 2^18 rows is
+  // N = 8192):
+  //   head dim 64   < 2^18 rows: v6.11 (persistent ping-pong); from 2^18: v6.12 (persistent, 3
+  //                 warpgroups) without a mask, v6.8 (3 warpgroups) with the causal one
+  //   head dim 128  v6.11
   const index_t rows = a.q_shape[0] * a.q_shape[1];
-  if (a.q_shape[2] == 64) {
-    rows >= (index_t{1} << 16) ? v6_tma_wg3(a, s) : v6_tma_pingpong(a, s);
-  } else if (!a.causal) {
-    v6_tma_pingpong(a, s);
+  if (a.q_shape[2] == 64 && rows >= (index_t{1} << 18)) {
+    a.causal ? v6_tma_wg3(a, s) : v6_persistent_wg3(a, s);
   } else {
-    rows >= (index_t{1} << 18) ? v6_tma_wg3(a, s) : v6_tma(a, s);
+    v6_persistent(a, s);
   }
 }
 
