@@ -1,6 +1,6 @@
 // The one table of our FlashAttention kernels: step05's kernel, variant 1 (its larger tiles),
 // the ladder (v2-v4), the fast kernel's configurations (v5.1-v5.17), its backward's (v5b.1-v5b.13),
-// v6 on Hopper (v6.1-v6.13 and v6, their tuned choice), then v5, the tuned forward and backward,
+// v6 on Hopper (v6.1-v6.14 and v6, their tuned choice), then v5, the tuned forward and backward,
 // and "fast", the forward users get: v6 where it runs, v5 elsewhere.
 // The benchmark registers every row, the tests run every row on its paths, and step07's
 // README shows the table that variants_markdown() prints (a test keeps the two equal).

@@ -62,7 +62,7 @@ std::string hopper_unavailable();
 std::string hopper_unsupported_reason(const FlashFwdArgs& args);
 // The tuned choice among them, by head dim and amount of work: the benchmark's "v6".
 void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
-// Its configurations (kernels/variants.cpp says what each adds): v6.1 to v6.13.
+// Its configurations (kernels/variants.cpp says what each adds): v6.1 to v6.14.
 void v6_lockstep(const FlashFwdArgs&, ::CUstream_st*);
 void v6_overlap(const FlashFwdArgs&, ::CUstream_st*);
 void v6_overlap_bn64(const FlashFwdArgs&, ::CUstream_st*);
@@ -76,6 +76,7 @@ void v6_store_tma(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent_wg3(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent_lazy(const FlashFwdArgs&, ::CUstream_st*);
+void v6_persistent_bn176(const FlashFwdArgs&, ::CUstream_st*);
 
 // The fast backward (fa2_fast_bwd.cuh), flash_bwd_cuda's signature (CudaBwdLaunchFn). Empty when
 // it can run these arguments, otherwise why not: the forward's conditions, and dO, dQ, dK, dV

@@ -182,6 +182,12 @@ constexpr HopperOptions kPingpongPersistentLazy2{.overlap = true,
                                                  .store_tma = true,
                                                  .persistent = true,
                                                  .lazy_rescale = true};
+// v6.11 with 176-key tiles (FlashAttention-3's choice at head dim 128) and O from registers: its
+// tile no longer fits beside two stages of 176 keys.
+constexpr HopperOptions kPingpongPersistentBn176x4{
+    .block_n = 176, .overlap = true, .stages = 4, .tma = true, .pingpong = true, .persistent = true};
+constexpr HopperOptions kPingpongPersistentBn176x2{
+    .block_n = 176, .overlap = true, .stages = 2, .tma = true, .pingpong = true, .persistent = true};
 constexpr HopperOptions kWg3Persistent{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true, .persistent = true};
 constexpr HopperOptions kWg3Bn64Persistent{
     .warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true, .persistent = true};
@@ -227,6 +233,9 @@ void v6_persistent(const FlashFwdArgs& a, cudaStream_t s) {
 void v6_persistent_lazy(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kPingpongPersistentLazy4, kPingpongPersistentLazy2, 64, 128>(a, s);
 }
+void v6_persistent_bn176(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongPersistentBn176x4, kPingpongPersistentBn176x2, 64, 128>(a, s);
+}
 void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kWg3Persistent, kWg3Bn64Persistent, 64, 128>(a, s);
 }
@@ -237,10 +246,12 @@ void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {
   // N = 8192):
   //   head dim 64   < 2^18 rows: v6.11 (persistent ping-pong); from 2^18: v6.12 (persistent, 3
   //                 warpgroups) without a mask, v6.8 (3 warpgroups) with the causal one
-  //   head dim 128  v6.11
+  //   head dim 128  v6.14 (v6.11 with 176-key tiles) without a mask, v6.11 with it
   const index_t rows = a.q_shape[0] * a.q_shape[1];
   if (a.q_shape[2] == 64 && rows >= (index_t{1} << 18)) {
     a.causal ? v6_tma_wg3(a, s) : v6_persistent_wg3(a, s);
+  } else if (a.q_shape[2] == 128 && !a.causal) {
+    v6_persistent_bn176(a, s);
   } else {
     v6_persistent(a, s);
   }

@@ -26,7 +26,7 @@ namespace fa2::fast {
 
 struct HopperOptions {
   int warpgroups = 2;         // 64 query rows each; they share the K and V tiles of the block
-  int block_n = 128;          // keys per tile (the N of S's wgmma)
+  int block_n = 128;          // keys per tile (the N of S's wgmma): 64, 128, or 176 with TMA
   bool overlap = false;       // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
   int stages = 2;             // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
   int min_blocks = 1;         // blocks per SM the registers must leave room for
@@ -52,12 +52,15 @@ struct HopperConfig {
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;                   // what the cp.async loads split over
   static constexpr int BLOCK_THREADS = NUM_THREADS + (TMA ? 128 : 0);  // + the producer warpgroup
   // Registers after setmaxnreg (the block starts with 65536 / BLOCK_THREADS each, rounded down to
-  // a multiple of 8): the producer keeps few, the computing warpgroups share the rest.
-  static constexpr int PRODUCER_REGS = WARPGROUPS == 2 ? 40 : 24;
-  static constexpr int CONSUMER_REGS = WARPGROUPS == 2 ? 232 : 160;
+  // a multiple of 8): the producer keeps few, the computing warpgroups share the rest. Two
+  // warpgroups: 40 and 232, or 24 and 240 for the larger S of 176-key tiles; three: 24 and 160.
+  static constexpr int PRODUCER_REGS = WARPGROUPS == 2 && OPT.block_n != 176 ? 40 : 24;
+  static constexpr int CONSUMER_REGS = WARPGROUPS == 2 ? (OPT.block_n == 176 ? 240 : 232) : 160;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int BLOCK_M = 64 * WARPGROUPS;
-  static constexpr int BLOCK_N = OPT.block_n;
+  // 176-key tiles are for the unmasked case: under the causal mask their extra registers spill,
+  // and the configuration takes 128-key tiles instead (FlashAttention-3 does the same).
+  static constexpr int BLOCK_N = CAUSAL && OPT.block_n == 176 ? 128 : OPT.block_n;
   static constexpr bool OVERLAP = OPT.overlap;
   // What v5's functions read (online_softmax, mask_scores, write_output): one 16-row tile per
   // warp, O stored straight from registers.
@@ -79,7 +82,7 @@ struct HopperConfig {
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
   static_assert(TMA || (!STORE_TMA && !PERSISTENT), "the TMA store and the persistent loop need the producer");
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
-  static_assert(BLOCK_N == 64 || BLOCK_N == 128, "key tiles of 64 or 128");
+  static_assert(BLOCK_N == 64 || BLOCK_N == 128 || (BLOCK_N == 176 && TMA), "key tiles of 64, 128 or (TMA) 176");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");

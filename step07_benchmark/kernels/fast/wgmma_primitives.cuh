@@ -85,12 +85,17 @@ __device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[TILES][4]) {
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
   "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define FA2_WGMMA_REGS88                                                                                            \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
+  "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
+  "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
 
 // d (64 x N) = A B (+ d when accumulate), 16 deep, bf16 in, fp32 out. A (64 x 16) and B (16 x N)
 // in shared memory, both K-major (the 16 k-values of a row contiguous): S = Q K^T.
 template <int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b, bool accumulate) {
-  static_assert(N == 64 || N == 128, "N of 64 or 128");
+  static_assert(N == 64 || N == 128 || N == 176, "N of 64, 128 or 176");
   const int acc = accumulate ? 1 : 0;
   if constexpr (N == 64) {
     asm volatile(
@@ -98,11 +103,18 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, 
         "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2_WGMMA_REGS32 ", %32, %33, p, 1, 1, 0, 0;\n}\n"
         : FA2_WGMMA_ACC32(d, 0)
         : "l"(a), "l"(b), "r"(acc));
-  } else {
+  } else if constexpr (N == 128) {
     asm volatile(
         "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
         "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA2_WGMMA_REGS64 ", %64, %65, p, 1, 1, 0, 0;\n}\n"
         : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)
+        : "l"(a), "l"(b), "r"(acc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 " FA2_WGMMA_REGS88 ", %88, %89, p, 1, 1, 0, 0;\n}\n"
+        : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8), FA2_WGMMA_ACC8(d, 16), FA2_WGMMA_ACC8(d, 18),
+          FA2_WGMMA_ACC8(d, 20)
         : "l"(a), "l"(b), "r"(acc));
   }
 }
@@ -134,5 +146,6 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const std::uin
 #undef FA2_WGMMA_ACC32
 #undef FA2_WGMMA_REGS32
 #undef FA2_WGMMA_REGS64
+#undef FA2_WGMMA_REGS88
 
 }  // namespace fa2::fast
