@@ -142,7 +142,8 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
     scale: the softmax scale; None means 1 / sqrt(D).
     kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
         or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128, 16-byte
-        aligned rows). An input that the chosen kernel
+        aligned rows; the forward is v6 on an sm_90 GPU at D 64 and 128, v5 otherwise, the
+        backward v5's). An input that the chosen kernel
         cannot run raises RuntimeError saying why; no other kernel is tried in its place.
 
     What is copied: a tensor whose head dim is not contiguous (stride(-1) != 1), and a 4-D tensor
