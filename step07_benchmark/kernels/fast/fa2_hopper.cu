@@ -160,37 +160,33 @@ constexpr HopperOptions kPingpong3{.overlap = true, .stages = 3, .tma = true, .p
 constexpr HopperOptions kTma4Bn64{.block_n = 64, .overlap = true, .stages = 4, .tma = true};
 constexpr HopperOptions kTma4Wg3{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true};
 constexpr HopperOptions kTma4Wg3Bn64{.warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true};
-// v6.9 with O stored by TMA, then also persistent; v6.8 persistent with the store. With O's tile
-// beside them, 2 K/V stages of 128 keys fit at head dim 128.
-constexpr HopperOptions kPingpongStore4{.overlap = true, .stages = 4, .tma = true, .pingpong = true, .store_tma = true};
-constexpr HopperOptions kPingpongStore2{.overlap = true, .stages = 2, .tma = true, .pingpong = true, .store_tma = true};
-constexpr HopperOptions kPingpongPersistent4{
-    .overlap = true, .stages = 4, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
-constexpr HopperOptions kPingpongPersistent2{
-    .overlap = true, .stages = 2, .tma = true, .pingpong = true, .store_tma = true, .persistent = true};
-constexpr HopperOptions kPingpongPersistentLazy4{.overlap = true,
-                                                 .stages = 4,
-                                                 .tma = true,
-                                                 .pingpong = true,
-                                                 .store_tma = true,
-                                                 .persistent = true,
-                                                 .lazy_rescale = true};
-constexpr HopperOptions kPingpongPersistentLazy2{.overlap = true,
-                                                 .stages = 2,
-                                                 .tma = true,
-                                                 .pingpong = true,
-                                                 .store_tma = true,
-                                                 .persistent = true,
-                                                 .lazy_rescale = true};
-// v6.11 with 176-key tiles (FlashAttention-3's choice at head dim 128) and O from registers: its
-// tile no longer fits beside two stages of 176 keys.
-constexpr HopperOptions kPingpongPersistentBn176x4{
-    .block_n = 176, .overlap = true, .stages = 4, .tma = true, .pingpong = true, .persistent = true};
-constexpr HopperOptions kPingpongPersistentBn176x2{
-    .block_n = 176, .overlap = true, .stages = 2, .tma = true, .pingpong = true, .persistent = true};
-constexpr HopperOptions kWg3Persistent{.warpgroups = 3, .overlap = true, .stages = 4, .tma = true, .persistent = true};
-constexpr HopperOptions kWg3Bn64Persistent{
-    .warpgroups = 3, .block_n = 64, .overlap = true, .stages = 4, .tma = true, .persistent = true};
+// The later steps, each as a change to a configuration above (`with` applies it to a copy).
+constexpr HopperOptions with(HopperOptions o, auto change) {
+  change(o);
+  return o;
+}
+// v6.10: v6.9 with O stored by TMA. With O's tile beside them, 2 K/V stages of 128 keys fit at
+// head dim 128.
+constexpr HopperOptions kPingpongStore4 = with(kPingpong4, [](HopperOptions& o) { o.store_tma = true; });
+constexpr HopperOptions kPingpongStore2 = with(kPingpongStore4, [](HopperOptions& o) { o.stages = 2; });
+// v6.11: persistent; v6.13: skipping O's rescale.
+constexpr HopperOptions kPingpongPersistent4 = with(kPingpongStore4, [](HopperOptions& o) { o.persistent = true; });
+constexpr HopperOptions kPingpongPersistent2 = with(kPingpongStore2, [](HopperOptions& o) { o.persistent = true; });
+constexpr HopperOptions kPingpongPersistentLazy4 =
+    with(kPingpongPersistent4, [](HopperOptions& o) { o.lazy_rescale = true; });
+constexpr HopperOptions kPingpongPersistentLazy2 =
+    with(kPingpongPersistent2, [](HopperOptions& o) { o.lazy_rescale = true; });
+// v6.14: v6.11 with 176-key tiles (FlashAttention-3's choice at head dim 128) and O from
+// registers: its tile no longer fits beside two stages of 176 keys.
+constexpr HopperOptions kPingpongPersistentBn176x4 = with(kPingpongPersistent4, [](HopperOptions& o) {
+  o.block_n = 176;
+  o.store_tma = false;
+});
+constexpr HopperOptions kPingpongPersistentBn176x2 =
+    with(kPingpongPersistentBn176x4, [](HopperOptions& o) { o.stages = 2; });
+// v6.12: v6.8 persistent (with O from registers: the TMA store's registers spill at 3 warpgroups).
+constexpr HopperOptions kWg3Persistent = with(kTma4Wg3, [](HopperOptions& o) { o.persistent = true; });
+constexpr HopperOptions kWg3Bn64Persistent = with(kTma4Wg3Bn64, [](HopperOptions& o) { o.persistent = true; });
 
 }  // namespace
 
