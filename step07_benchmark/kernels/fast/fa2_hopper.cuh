@@ -569,9 +569,10 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
 }
 
 // The warp-specialised kernel. Without PERSISTENT, block b computes work item b; with it, there
-// is one block per SM and each block computes one item per round (block_item). The ring of K/V stages and
-// the phases of the barriers run on from one item to the next, and the producer loads the next
-// item's K_0 and Q while the warpgroups finish this one (Q once every warp is done reading it).
+// is one block per SM and each block computes one item per round (block_item). The ring of K/V
+// stages and the phases of the barriers run on from one item to the next, and the producer loads
+// the next item's K_0 and Q while the warpgroups finish this one (Q once every warp is done
+// reading it).
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     hopper_ws_fwd_kernel(const FastParams p, const __grid_constant__ HopperMaps maps, const int heads) {
