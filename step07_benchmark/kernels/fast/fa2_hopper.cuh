@@ -557,9 +557,10 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       pass_turn(j);
       // Causal: a tile below this warpgroup's rows; the producer still counts on its release. It
       // is released only once it has landed, as every other: an arrival on a stage's empty
-      // barrier always belongs to the phase the producer waits for next. (Released unseen, a
-      // warpgroup could run STAGES tiles ahead of a slower one and complete a phase in its place,
-      // letting the producer overwrite a stage still being read.)
+      // barrier then always belongs to the phase the producer waits for next. (Released unseen,
+      // the arrival could land in the phase of the tile STAGES earlier in the stage, which a
+      // slower warpgroup may still be reading: the phase would complete early and the producer
+      // overwrite that tile. tests/test_ring_protocol.cpp finds that interleaving.)
       mbarrier_wait(&bar.full_k[stage(j)], parity(j));
       release(bar.empty_k, j);
       mbarrier_wait(&bar.full_v[stage(j)], parity(j));
