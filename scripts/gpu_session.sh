@@ -14,6 +14,11 @@
 #   scripts/gpu_session.sh bench    [OUT]  step07_bench (BENCH_ARGS, default: the full sweep),
 #                                          then ncu on the step05, ladder and fast kernels (NCU=0:
 #                                          no ncu)
+#   scripts/gpu_session.sh profile  [OUT]  ncu on each step of v5 -> v6 (PROFILE_STEPS, default the
+#                                          steps of step07's README) at N = 4096 without a mask, head
+#                                          dims 64 and 128: pipe utilisation (tensor, MUFU, FMA, ALU),
+#                                          issue slots and stall reasons, tabulated by
+#                                          scripts/ncu_table.py into OUT/ncu_steps.md
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
@@ -21,12 +26,16 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | sanitize | bench | all) ;;
-  *) echo "gpu_session.sh: the phase must be test, sanitize, bench or all, got '${phase}'" >&2; usage >&2; exit 2 ;;
+  test | sanitize | bench | profile | all) ;;
+  *)
+    echo "gpu_session.sh: the phase must be test, sanitize, bench, profile or all, got '${phase}'" >&2
+    usage >&2
+    exit 2
+    ;;
 esac
 out="${2:-./gpu_session}"
 mkdir -p "$out"
@@ -158,8 +167,46 @@ phase_bench() {
   profile fast_v5 "fast_fwd_kernel" --impl=v5
 }
 
+# ncu on each step: one profiled launch per (step, head dim), raw metrics as CSV. The metric list
+# is what this ncu offers among the ones wanted (names differ between versions): the busy cycles
+# of the tensor (wgmma and mma.sync), special-function (MUFU: ex2), FMA and ALU pipes, issue-slot
+# use, and every stall reason in cycles per issued instruction.
+phase_profile() {
+  [ -x "$build/step07_benchmark/step07_bench" ] || configure_and_build
+  log "ncu on each step (clocks left alone)"
+  local available wanted=() m
+  available=$(ncu --query-metrics --chip gh100 2> /dev/null | awk '{print $1}')
+  for m in sm__pipe_tensor_op_gmma_cycles_active sm__pipe_tensor_op_hmma_cycles_active sm__pipe_xu_cycles_active \
+    sm__pipe_fma_cycles_active sm__pipe_alu_cycles_active sm__pipe_shared_cycles_active \
+    sm__inst_executed_pipe_xu sm__inst_executed_pipe_fma sm__inst_executed_pipe_alu; do
+    if grep -qx "$m" <<< "$available"; then
+      case $m in *cycles_active) wanted+=("$m.avg.pct_of_peak_sustained_active") ;; *) wanted+=("$m.sum") ;; esac
+    fi
+  done
+  while read -r m; do wanted+=("$m.ratio"); done < <(grep -E '^smsp__average_warps_issue_stalled_.*_per_issue_active$' <<< "$available")
+  wanted+=(gpu__time_duration.sum smsp__issue_active.avg.pct_of_peak_sustained_active launch__registers_per_thread
+    smsp__inst_executed.sum sm__warps_active.avg.pct_of_peak_sustained_active)
+  local metrics
+  metrics=$(IFS=,; echo "${wanted[*]}")
+  local steps="${PROFILE_STEPS:-v5 v6.1 v6.2 v6.4 v6.6 v6.8 v6.9 v6.10 v6.11 v6.12 v6.14 v6.15 v6.16}"
+  local d impl
+  mkdir -p "$out/ncu"
+  for d in 64 128; do
+    for impl in $steps; do
+      timeout 120 ncu --clock-control none --kernel-name-base demangled -k "regex:hopper|fast_fwd" --launch-count 1 \
+        --csv --page raw --metrics "$metrics" \
+        "$build/step07_benchmark/step07_bench" --n=4096 --d="$d" --causal=no --impl="$impl" --no-ceilings \
+        --warmup-ms=0 --rep-ms=0.001 --min-reps=1 --max-reps=1 > "$out/ncu/${impl}_d${d}.csv" 2>&1
+      echo "  ncu $impl d$d: exit $?"
+    done
+  done
+  python3 scripts/ncu_table.py "$out/ncu" > "$out/ncu_steps.md" || status=1
+  cat "$out/ncu_steps.md"
+}
+
 case "$phase" in
   test) phase_test ;;
+  profile) phase_profile ;;
   sanitize) phase_sanitize ;;
   bench) phase_bench ;;
   all) phase_test; phase_sanitize; phase_bench ;;

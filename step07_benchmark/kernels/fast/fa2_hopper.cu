@@ -184,9 +184,18 @@ constexpr HopperOptions kPingpongPersistentBn176x4 = with(kPingpongPersistent4, 
 });
 constexpr HopperOptions kPingpongPersistentBn176x2 =
     with(kPingpongPersistentBn176x4, [](HopperOptions& o) { o.stages = 2; });
+// v6.15: v6.11 with a quarter of the exponentials on the FMA units.
+constexpr HopperOptions kPingpongPersistentFmaExp4 =
+    with(kPingpongPersistent4, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+constexpr HopperOptions kPingpongPersistentFmaExp2 =
+    with(kPingpongPersistent2, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
 // v6.12: v6.8 persistent (with O from registers: the TMA store's registers spill at 3 warpgroups).
 constexpr HopperOptions kWg3Persistent = with(kTma4Wg3, [](HopperOptions& o) { o.persistent = true; });
 constexpr HopperOptions kWg3Bn64Persistent = with(kTma4Wg3Bn64, [](HopperOptions& o) { o.persistent = true; });
+// v6.16: v6.12 with a quarter of the exponentials on the FMA units.
+constexpr HopperOptions kWg3PersistentFmaExp = with(kWg3Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+constexpr HopperOptions kWg3Bn64PersistentFmaExp =
+    with(kWg3Bn64Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
 
 }  // namespace
 
@@ -232,8 +241,14 @@ void v6_persistent_lazy(const FlashFwdArgs& a, cudaStream_t s) {
 void v6_persistent_bn176(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kPingpongPersistentBn176x4, kPingpongPersistentBn176x2, 64, 128>(a, s);
 }
+void v6_persistent_fma_exp(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongPersistentFmaExp4, kPingpongPersistentFmaExp2, 64, 128>(a, s);
+}
 void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kWg3Persistent, kWg3Bn64Persistent, 64, 128>(a, s);
+}
+void v6_persistent_wg3_fma_exp(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kWg3PersistentFmaExp, kWg3Bn64PersistentFmaExp, 64, 128>(a, s);
 }
 
 void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {

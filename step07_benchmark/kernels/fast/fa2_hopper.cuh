@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // FastParams, RowState, the softmax and epilogue
+#include "step07_benchmark/kernels/fast/exp2_fma.hpp"
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"
 #include "step07_benchmark/kernels/fast/tma_primitives.cuh"
 #include "step07_benchmark/kernels/fast/wgmma_primitives.cuh"
@@ -40,6 +41,8 @@ struct HopperOptions {
   bool persistent = false;    // (TMA) one block per SM, walking the query tiles heaviest first; the
                               // producer loads the next tile's Q and K/V during this one's epilogue
   bool lazy_rescale = false;  // skip O *= alpha in a warp whose rows all kept their maximum
+  int exp_fma_eighths = 0;    // of every 8 column groups of S (8 keys each), how many take 2^x
+                              // from a cubic on the FMA units (exp2_fma.hpp) instead of MUFU
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -73,6 +76,7 @@ struct HopperConfig {
   static constexpr bool STORE_TMA = OPT.store_tma;
   static constexpr bool PERSISTENT = OPT.persistent;
   static constexpr bool LAZY_RESCALE = OPT.lazy_rescale;
+  static constexpr int EXP_FMA_EIGHTHS = OPT.exp_fma_eighths;
   // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the epilogue.
   static constexpr std::size_t tiles_bytes =
       static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
@@ -84,6 +88,7 @@ struct HopperConfig {
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || (BLOCK_N == 176 && TMA), "key tiles of 64, 128 or (TMA) 176");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
+  static_assert(EXP_FMA_EIGHTHS >= 0 && EXP_FMA_EIGHTHS <= 8, "a share of the exponentials in eighths");
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
@@ -161,13 +166,20 @@ __device__ __forceinline__ void softmax_probabilities(ScoreFrags<Cfg>& s, RowSta
     neg_m[h] = -m_use;
   }
 #pragma unroll
-  for (int t = 0; t < BN / 8; ++t)
+  for (int t = 0; t < BN / 8; ++t) {
+    // Column groups t with (t * share) mod 8 < share take the cubic: share of every 8, spread
+    // evenly (share 2: t = 0, 4, 8, ...) so the two kinds of work interleave. Decided at compile
+    // time: the loop is unrolled.
+    constexpr int share = Cfg::EXP_FMA_EIGHTHS;
+    const bool on_fma = (t * share) % 8 < share;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float pr = exp2_approx(fmaf(s[0][t][e], scale_log2, neg_m[e >> 1]));
+      const float x = fmaf(s[0][t][e], scale_log2, neg_m[e >> 1]);
+      const float pr = on_fma ? exp2_fma(x) : exp2_approx(x);
       s[0][t][e] = pr;
       st.l[0][e >> 1] += pr;
     }
+  }
 }
 
 // P (fp32, this warp's 16 rows) packed to bf16 A fragments for O += P V, one per 16 keys.

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Tabulates the CSV files `scripts/gpu_session.sh profile` writes (one ncu raw page per step and
+head dim, named STEP_dD.csv) as a Markdown table: time, registers, pipe utilisation and the
+largest stall reasons. Usage: scripts/ncu_table.py DIR > table.md"""
+import csv
+import io
+import pathlib
+import re
+import sys
+
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio$")
+COLUMNS = [  # (heading, metric)
+    ("tensor (wgmma) %", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("tensor (mma.sync) %", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("MUFU %", "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("FMA %", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("ALU %", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"),
+    ("issue slots %", "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+]
+
+
+def step_key(name):
+    """v5 first, then v6.1, v6.2, ... in numeric order."""
+    m = re.match(r"v(\d+)(?:\.(\d+))?_d(\d+)$", name)
+    return (int(m.group(3)), int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0, 0)
+
+
+def read_row(path):
+    """The profiled kernel's metrics (name -> text), or None when ncu profiled nothing."""
+    text = path.read_text(errors="replace")
+    start = text.find('"ID","Process ID"')
+    if start < 0:
+        return None
+    rows = list(csv.reader(io.StringIO(text[start:])))
+    header, data = rows[0], [r for r in rows[2:] if len(r) == len(rows[0])]  # rows[1]: units
+    return dict(zip(header, data[0])) if data else None
+
+
+def number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def main():
+    if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
+        sys.exit("usage: ncu_table.py DIR (the folder of STEP_dD.csv files)")
+    files = sorted(pathlib.Path(sys.argv[1]).glob("*_d*.csv"), key=lambda p: step_key(p.stem))
+    print("| step | D | kernel time (us) | registers | " + " | ".join(h for h, _ in COLUMNS) +
+          " | largest stalls (cycles per issued instruction) |")
+    print("|" + "---|" * (5 + len(COLUMNS)))
+    for path in files:
+        step, d = path.stem.rsplit("_d", 1)
+        row = read_row(path)
+        if row is None:
+            print(f"| {step} | {d} | not profiled (see {path.name}) |" + " |" * (2 + len(COLUMNS)))
+            continue
+        ns = number(row.get("gpu__time_duration.sum", ""))
+        cells = [step, d, f"{ns / 1000:.1f}" if ns is not None else "?", row.get("launch__registers_per_thread", "?")]
+        for _, metric in COLUMNS:
+            v = number(row.get(metric, ""))
+            cells.append(f"{v:.1f}" if v is not None else "n/a")
+        stalls = [(STALL.match(k).group(1), number(v)) for k, v in row.items() if STALL.match(k)]
+        stalls = sorted(((n, v) for n, v in stalls if v is not None and n != "selected"), key=lambda x: -x[1])
+        cells.append(", ".join(f"{n} {v:.2f}" for n, v in stalls[:4]) or "n/a")
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
