@@ -184,11 +184,12 @@ phase_profile() {
     fi
   done
   while read -r m; do wanted+=("$m.ratio"); done < <(grep -E '^smsp__average_warps_issue_stalled_.*_per_issue_active$' <<< "$available")
-  wanted+=(gpu__time_duration.sum smsp__issue_active.avg.pct_of_peak_sustained_active launch__registers_per_thread
+  wanted+=(gpu__time_duration.sum sm__cycles_active.avg smsp__issue_active.avg.pct_of_peak_sustained_active
+    launch__registers_per_thread
     smsp__inst_executed.sum sm__warps_active.avg.pct_of_peak_sustained_active)
   local metrics
   metrics=$(IFS=,; echo "${wanted[*]}")
-  local steps="${PROFILE_STEPS:-v5 v6.1 v6.2 v6.4 v6.6 v6.8 v6.9 v6.10 v6.11 v6.12 v6.14 v6.15 v6.16}"
+  local steps="${PROFILE_STEPS:-v5 v6.1 v6.2 v6.4 v6.6 v6.8 v6.9 v6.10 v6.11 v6.12 v6.13 v6.14 v6.15 v6.16 v6.17}"
   local d impl
   mkdir -p "$out/ncu"
   for d in 64 128; do

@@ -9,10 +9,29 @@ import re
 import sys
 
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(.*)_per_issue_active\.ratio$")
-COLUMNS = [  # (heading, metric)
-    ("tensor (wgmma) %", "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"),
-    ("tensor (mma.sync) %", "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"),
-    ("MUFU %", "sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_active"),
+# (heading, metric or function of the row). The tensor pipe: the wgmma counter where this ncu has
+# one, else the hmma counter, which on sm_90 counts wgmma too. MUFU: where ncu offers no busy
+# cycles for it, its warp instructions per SM cycle over its rate, 16 lanes per SM per cycle
+# (half a warp instruction).
+def tensor(row):
+    return number(row.get("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+                          row.get("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "")))
+
+
+def mufu(row):
+    busy = number(row.get("sm__pipe_xu_cycles_active.avg.pct_of_peak_sustained_active", ""))
+    if busy is not None:
+        return busy
+    inst, cycles = number(row.get("sm__inst_executed_pipe_xu.sum", "")), number(row.get("sm__cycles_active.avg", ""))
+    sms = number(row.get("device__attribute_multiprocessor_count", ""))
+    if inst is None or not cycles or not sms:
+        return None
+    return 100.0 * inst / sms / cycles / 0.5
+
+
+COLUMNS = [
+    ("tensor pipe %", tensor),
+    ("MUFU %", mufu),
     ("FMA %", "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active"),
     ("ALU %", "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"),
     ("issue slots %", "smsp__issue_active.avg.pct_of_peak_sustained_active"),
@@ -59,7 +78,7 @@ def main():
         ns = number(row.get("gpu__time_duration.sum", ""))
         cells = [step, d, f"{ns / 1000:.1f}" if ns is not None else "?", row.get("launch__registers_per_thread", "?")]
         for _, metric in COLUMNS:
-            v = number(row.get(metric, ""))
+            v = metric(row) if callable(metric) else number(row.get(metric, ""))
             cells.append(f"{v:.1f}" if v is not None else "n/a")
         stalls = [(STALL.match(k).group(1), number(v)) for k, v in row.items() if STALL.match(k)]
         stalls = sorted(((n, v) for n, v in stalls if v is not None and n != "selected"), key=lambda x: -x[1])

@@ -79,6 +79,7 @@ void v6_persistent_lazy(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent_bn176(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent_fma_exp(const FlashFwdArgs&, ::CUstream_st*);
 void v6_persistent_wg3_fma_exp(const FlashFwdArgs&, ::CUstream_st*);
+void v6_persistent_early_q(const FlashFwdArgs&, ::CUstream_st*);
 
 // The fast backward (fa2_fast_bwd.cuh), flash_bwd_cuda's signature (CudaBwdLaunchFn). Empty when
 // it can run these arguments, otherwise why not: the forward's conditions, and dO, dQ, dK, dV

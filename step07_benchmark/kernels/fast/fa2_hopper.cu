@@ -184,18 +184,24 @@ constexpr HopperOptions kPingpongPersistentBn176x4 = with(kPingpongPersistent4, 
 });
 constexpr HopperOptions kPingpongPersistentBn176x2 =
     with(kPingpongPersistentBn176x4, [](HopperOptions& o) { o.stages = 2; });
-// v6.15: v6.11 with a quarter of the exponentials on the FMA units.
+// v6.15: v6.11 with an eighth of the exponentials on the FMA units (a quarter measured slower).
 constexpr HopperOptions kPingpongPersistentFmaExp4 =
-    with(kPingpongPersistent4, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+    with(kPingpongPersistent4, [](HopperOptions& o) { o.exp_fma_eighths = 1; });
 constexpr HopperOptions kPingpongPersistentFmaExp2 =
-    with(kPingpongPersistent2, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+    with(kPingpongPersistent2, [](HopperOptions& o) { o.exp_fma_eighths = 1; });
+// v6.17: v6.11 handing Q back after each warp's last S (at 3 warpgroups' 160 registers the
+// release's bookkeeping spills).
+constexpr HopperOptions kPingpongPersistentEarlyQ4 =
+    with(kPingpongPersistent4, [](HopperOptions& o) { o.early_q = true; });
+constexpr HopperOptions kPingpongPersistentEarlyQ2 =
+    with(kPingpongPersistent2, [](HopperOptions& o) { o.early_q = true; });
 // v6.12: v6.8 persistent (with O from registers: the TMA store's registers spill at 3 warpgroups).
 constexpr HopperOptions kWg3Persistent = with(kTma4Wg3, [](HopperOptions& o) { o.persistent = true; });
 constexpr HopperOptions kWg3Bn64Persistent = with(kTma4Wg3Bn64, [](HopperOptions& o) { o.persistent = true; });
-// v6.16: v6.12 with a quarter of the exponentials on the FMA units.
-constexpr HopperOptions kWg3PersistentFmaExp = with(kWg3Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+// v6.16: v6.12 with an eighth of the exponentials on the FMA units.
+constexpr HopperOptions kWg3PersistentFmaExp = with(kWg3Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 1; });
 constexpr HopperOptions kWg3Bn64PersistentFmaExp =
-    with(kWg3Bn64Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 2; });
+    with(kWg3Bn64Persistent, [](HopperOptions& o) { o.exp_fma_eighths = 1; });
 
 }  // namespace
 
@@ -249,6 +255,9 @@ void v6_persistent_wg3(const FlashFwdArgs& a, cudaStream_t s) {
 }
 void v6_persistent_wg3_fma_exp(const FlashFwdArgs& a, cudaStream_t s) {
   launch_hopper_config<kWg3PersistentFmaExp, kWg3Bn64PersistentFmaExp, 64, 128>(a, s);
+}
+void v6_persistent_early_q(const FlashFwdArgs& a, cudaStream_t s) {
+  launch_hopper_config<kPingpongPersistentEarlyQ4, kPingpongPersistentEarlyQ2, 64, 128>(a, s);
 }
 
 void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {

@@ -17,8 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // FastParams, RowState, the softmax and epilogue
 #include "step07_benchmark/kernels/fast/exp2_fma.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // FastParams, RowState, the softmax and epilogue
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"
 #include "step07_benchmark/kernels/fast/tma_primitives.cuh"
 #include "step07_benchmark/kernels/fast/wgmma_primitives.cuh"
@@ -41,6 +41,8 @@ struct HopperOptions {
   bool persistent = false;    // (TMA) one block per SM, walking the query tiles heaviest first; the
                               // producer loads the next tile's Q and K/V during this one's epilogue
   bool lazy_rescale = false;  // skip O *= alpha in a warp whose rows all kept their maximum
+  bool early_q = false;       // (persistent) each warp hands Q back after its last S, not after its
+                              // last product: the next item's Q loads during this one's last tile
   int exp_fma_eighths = 0;    // of every 8 column groups of S (8 keys each), how many take 2^x
                               // from a cubic on the FMA units (exp2_fma.hpp) instead of MUFU
 };
@@ -77,6 +79,7 @@ struct HopperConfig {
   static constexpr bool PERSISTENT = OPT.persistent;
   static constexpr bool LAZY_RESCALE = OPT.lazy_rescale;
   static constexpr int EXP_FMA_EIGHTHS = OPT.exp_fma_eighths;
+  static constexpr bool EARLY_Q = OPT.early_q;
   // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the epilogue.
   static constexpr std::size_t tiles_bytes =
       static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
@@ -88,6 +91,7 @@ struct HopperConfig {
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || (BLOCK_N == 176 && TMA), "key tiles of 64, 128 or (TMA) 176");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
+  static_assert(!EARLY_Q || PERSISTENT, "handing Q back early pays only when a block loads another");
   static_assert(EXP_FMA_EIGHTHS >= 0 && EXP_FMA_EIGHTHS <= 8, "a share of the exponentials in eighths");
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
@@ -491,12 +495,16 @@ struct RingBarriers {
 // arrival per warp on empty_k or empty_v) as soon as no wgmma reads it. The two warpgroups no
 // longer meet at a barrier: one's softmax can run while the other's products do. The ring does
 // not restart with a query tile: `ring0` K/V tiles went through it before this one's tile 0
-// (persistent blocks).
+// (persistent blocks). With EARLY_Q, Q too is handed back here (an arrival per warp on q_empty),
+// as soon as the warp's last S is computed: a tile's softmax and product and the epilogue before
+// the item ends, time in which the producer loads the next item's Q. (Otherwise the kernel hands
+// Q back after this loop, and the next item's first wait covers more of Q's load.)
 template <class Cfg>
 __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen, int ring0,
                                                      RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg,
                                                      const __nv_bfloat16* sK, const __nv_bfloat16* sV,
-                                                     const RingBarriers& bar, const WarpPlace& w) {
+                                                     const RingBarriers& bar, std::uint64_t* q_empty,
+                                                     const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N, D = Cfg::D, STAGES = Cfg::STAGES;
   // Tile j of this query tile is the ring's (ring0 + j)-th: stage (ring0 + j) % STAGES, in round
   // (ring0 + j) / STAGES, whose parity its waits take.
@@ -508,6 +516,12 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     __syncwarp();
     if (w.lane == 0) mbarrier_arrive(&empty[stage(j)]);
   };
+  const auto release_q = [&] {  // this warp's S products are all done: Q may be replaced
+    if constexpr (Cfg::EARLY_Q) {
+      __syncwarp();
+      if (w.lane == 0) mbarrier_arrive(q_empty);
+    }
+  };
   PFrags<Cfg> pa;
   {
     mbarrier_wait(&bar.full_k[stage(0)], parity(0));
@@ -516,6 +530,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     wgmma_wait<0>();
     fence_accumulators(s[0]);
     release(bar.empty_k, 0);
+    if (n_seen == 1) release_q();
     float alpha[2];
     softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
     pack_probabilities<Cfg>(s, pa);
@@ -548,6 +563,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
       fence_accumulators(s[0]);
       release(bar.empty_k, j + 1);
+      if (j + 2 == n_seen) release_q();  // S_{j+1} was the last
       float alpha[2];
       softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
       wgmma_wait<0>();  // P_j (pa), O and V_j are free again
@@ -663,10 +679,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
       RowState<Cfg> st;
       init_row_state<Cfg>(st);
       mbarrier_wait(bar_q, static_cast<std::uint32_t>(k & 1));
-      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, sQ, wg, sK, sV, ring_bar, w);
+      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, sQ, wg, sK, sV, ring_bar, q_empty, w);
       ring += n_tiles;
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(q_empty);  // every S of this item is done: Q may be replaced
+      if constexpr (!Cfg::EARLY_Q) {
+        __syncwarp();
+        if (lane == 0) mbarrier_arrive(q_empty);  // every S of this item is done: Q may be replaced
+      }
       if constexpr (Cfg::STORE_TMA) {
         store_output_tma<Cfg>(p, st, w, q0, wt.bh, wg, sO, &maps.o);
       } else {
