@@ -441,7 +441,7 @@ const std::vector<KernelVariant>& kernel_variants() {
        FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
       {"v6",
        "tuned wgmma",
-       "v6.8, v6.11, v6.12 or v6.14 chosen by head dim, causal flag and the query rows to spread over the SMs (sm_90 "
+       "v6.8, v6.12, v6.14 or v6.17 chosen by head dim, causal flag and the query rows to spread over the SMs (sm_90 "
        "only)",
        "hopper",
        d64_128,

@@ -264,16 +264,17 @@ void flash_fwd_hopper(const FlashFwdArgs& a, cudaStream_t s) {
   // The configuration by head dim, causal flag and amount of work, counted in query rows over all
   // (batch, head) pairs. From the sweep of step07's README (H200, B x H = 32: 2^17 rows is
   // N = 4096, 2^18 is N = 8192):
-  //   head dim 64   < 2^18 rows: v6.11 (persistent ping-pong); from 2^18: v6.12 (persistent, 3
-  //                 warpgroups) without a mask, v6.8 (3 warpgroups) with the causal one
-  //   head dim 128  v6.11; without a mask from 2^17 rows, v6.14 (v6.11 with 176-key tiles)
+  //   head dim 64   < 2^18 rows: v6.17 (persistent ping-pong, Q handed back early); from 2^18:
+  //                 v6.12 (persistent, 3 warpgroups) without a mask, v6.8 (3 warpgroups) with the
+  //                 causal one
+  //   head dim 128  v6.17; without a mask from 2^17 rows, v6.14 (v6.11 with 176-key tiles)
   const index_t rows = a.q_shape[0] * a.q_shape[1];
   if (a.q_shape[2] == 64 && rows >= (index_t{1} << 18)) {
     a.causal ? v6_tma_wg3(a, s) : v6_persistent_wg3(a, s);
   } else if (a.q_shape[2] == 128 && !a.causal && rows >= (index_t{1} << 17)) {
     v6_persistent_bn176(a, s);
   } else {
-    v6_persistent(a, s);
+    v6_persistent_early_q(a, s);
   }
 }
 
