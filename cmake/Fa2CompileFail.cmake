@@ -6,6 +6,18 @@ execute_process(
   COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target "${TARGET}"
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE result)
 set(log "${out}${err}")
+if(result EQUAL 0 AND TODO_IN)
+  # In a starter kit the code this test is about may not be written yet: say so, with its TODO.
+  string(REPLACE "|" ";" todo_files "${TODO_IN}")
+  foreach(file IN LISTS todo_files)
+    file(STRINGS "${file}" todos REGEX "fa2::todo\\(\"TODO\\(step[0-9][0-9]\\)")
+    if(todos)
+      list(GET todos 0 todo)
+      string(STRIP "${todo}" todo)
+      message(FATAL_ERROR "${TARGET} compiled, because ${file} still holds a TODO:\n  ${todo}")
+    endif()
+  endforeach()
+endif()
 if(result EQUAL 0)
   message(FATAL_ERROR "${TARGET} compiled, but it must be rejected at compile time.\n${log}")
 endif()

@@ -21,8 +21,10 @@
 #       One run of <program> (a target or a path), checked by cmake/Fa2CheckProgram.cmake: the exit
 #       code and what it printed where. A zero exit must leave stderr empty, any other stdout.
 #
-#   fa2_add_compile_fail_test(<name> SOURCE <file> EXPECT <regex> LABELS ... [LINK ...])
-#       Proves that <file> does NOT compile, and that the diagnostic matches <regex>.
+#   fa2_add_compile_fail_test(<name> SOURCE <file> EXPECT <regex> LABELS ... [LINK ...] [TODO_IN <file>...])
+#       Proves that <file> does NOT compile, and that the diagnostic matches <regex>. TODO_IN names
+#       files (relative to the repository) that may hold a starter kit's TODO: when <file>
+#       compiles because one of them still does, the failure says so with the TODO's message.
 include_guard(GLOBAL)
 
 set(FA2_SKIP_RETURN_CODE 77)
@@ -140,7 +142,9 @@ function(fa2_add_walkthrough_target)
 endfunction()
 
 function(fa2_add_compile_fail_test name)
-  cmake_parse_arguments(arg "" "SOURCE;EXPECT" "LINK;LABELS;DEFINITIONS;COMPILE_OPTIONS" ${ARGN})
+  cmake_parse_arguments(arg "" "SOURCE;EXPECT" "LINK;LABELS;DEFINITIONS;COMPILE_OPTIONS;TODO_IN" ${ARGN})
+  list(TRANSFORM arg_TODO_IN PREPEND "${PROJECT_SOURCE_DIR}/")
+  string(REPLACE ";" "|" todo_in "${arg_TODO_IN}")
   # An object library that is never part of `all`: only the test below builds it.
   add_library(${name} OBJECT EXCLUDE_FROM_ALL "${arg_SOURCE}")
   set_target_properties(${name} PROPERTIES EXCLUDE_FROM_DEFAULT_BUILD ON)
@@ -156,6 +160,7 @@ function(fa2_add_compile_fail_test name)
             -D "BUILD_DIR=${PROJECT_BINARY_DIR}"
             -D "TARGET=${name}"
             -D "EXPECT=${arg_EXPECT}"
+            -D "TODO_IN=${todo_in}"
             -P "${PROJECT_SOURCE_DIR}/cmake/Fa2CompileFail.cmake")
   # Several builds in one build tree at once would step on each other's lock files.
   set_tests_properties(${name} PROPERTIES

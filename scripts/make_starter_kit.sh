@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Generates the students' copy of this repository (HANDOUT.md). Every region of code between
-#     // BEGIN SOLUTION stepNN: <what to implement> [uses(<names>)]
-#     // END SOLUTION stepNN
-# keeps its two marker lines, and its body becomes one call to
-# fa2::todo("TODO(stepNN): <what to implement>"), which fails loudly when it runs
-# (common/todo.hpp). Every copy of a region is replaced: step05's kernel, its step06 twins and
-# step07's ladder alike. Everything else, every test included, is copied unchanged.
+# Generates the students' copy of this repository (HANDOUT.md) at one of three depths:
+#   guided     the smallest pieces: a few lines each, inside code that is given
+#   standard   whole function and loop bodies (the default)
+#   full       each step's kernel from its signature, its README and its tests
+# Every solution region of that depth (scripts/lib/kit.py explains the markers) keeps its two
+# marker lines and its body becomes one fa2::todo("TODO(stepNN): ...") call, which fails loudly
+# when it runs (common/todo.hpp). The instructor's files (scripts/lib/instructor_only.txt) are
+# left out; everything else, every test included, is copied. The kit is then searched for
+# solution code (any 12 tokens in a row of a region, comments and Markdown included), and the
+# script fails when it finds some.
 #
-#   scripts/make_starter_kit.sh <output dir>
-#   cmake --build --preset default --target starter_kit      (writes build/<preset>/starter_kit)
+#   scripts/make_starter_kit.sh [--level guided|standard|full] <output dir>
+#   cmake --build --preset default --target starter_kit      (standard, into build/<preset>/starter_kit)
 #
 # Safety: the output directory must be new, empty, or a kit this script generated earlier (it
 # holds the marker file .starter-kit, which lists every file the script wrote). Regenerating
@@ -16,109 +19,38 @@
 # notes) stays. The repository itself, any folder that contains it, and / are refused.
 set -euo pipefail
 
-readonly marker_name=".starter-kit"
-
 usage() {
-  cat <<'EOF'
-usage: scripts/make_starter_kit.sh <output dir>
+  cat <<'USAGE'
+usage: scripts/make_starter_kit.sh [--level guided|standard|full] <output dir>
 
-Writes the students' copy of this repository to <output dir>: every solution region becomes
-a fa2::todo("TODO(stepNN): ...") call. <output dir> must be new, empty, or a starter kit
-generated earlier by this script (it then holds .starter-kit); the repository itself and any
-folder containing it are refused.
-EOF
+Writes the students' copy of this repository to <output dir>: every solution region of the
+level (default standard) becomes a fa2::todo("TODO(stepNN): ...") call, and the kit is checked
+for leaked solution code. <output dir> must be new, empty, or a starter kit generated earlier by
+this script (it then holds .starter-kit); the repository itself and any folder containing it
+are refused.
+USAGE
 }
 
-die() {
-  echo "make_starter_kit.sh: $*" >&2
-  exit 1
-}
-
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  "") usage >&2; exit 2 ;;
-  -*) echo "make_starter_kit.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+level=standard
+out=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    --level) [ $# -ge 2 ] || { echo "make_starter_kit.sh: --level needs a value: guided, standard or full" >&2; exit 2; }
+      level="$2"; shift ;;
+    --level=*) level="${1#--level=}" ;;
+    -*) echo "make_starter_kit.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) [ -z "$out" ] || { echo "make_starter_kit.sh: expected one output directory, got more (see --help)" >&2; exit 2; }
+      out="$1" ;;
+  esac
+  shift
+done
+case "$level" in guided | standard | full) ;; *)
+  echo "make_starter_kit.sh: --level: '$level', allowed: guided, standard, full" >&2; exit 2 ;;
 esac
-[ $# -eq 1 ] || { echo "make_starter_kit.sh: expected one output directory, got $# arguments (see --help)" >&2; exit 2; }
+[ -n "$out" ] || { usage >&2; exit 2; }
+command -v python3 > /dev/null 2>&1 ||
+  { echo "make_starter_kit.sh: python3 is needed (sudo apt-get install python3)" >&2; exit 1; }
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
-[ -f "$root/$marker_name" ] && die "$root is itself a starter kit: generate kits from the solution repository"
-
-# The output path, resolved (symbolic links too) without creating anything yet.
-out="$(realpath -m -- "$1")"
-[ "$out" != "/" ] || die "refusing to write a starter kit over /"
-case "$root/" in
-  "$out"/*) die "refusing to write into $out: it contains this repository ($root)" ;;
-esac
-if [ -e "$out" ] && [ ! -d "$out" ]; then die "$out exists and is not a directory"; fi
-
-# An existing, non-empty directory is only reused when it is a kit we generated: then the
-# files we wrote last time (and only those) are removed before writing the new ones.
-if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
-  [ -f "$out/$marker_name" ] ||
-    die "$out is not empty and is not a starter kit made by this script (no $marker_name): choose a new or empty directory"
-  # Every listed path is checked before anything is removed.
-  while IFS= read -r rel; do
-    case "$rel" in
-      /* | .. | ../* | */../* | */..) die "$out/$marker_name lists an unsafe path, $rel: nothing was removed" ;;
-    esac
-  done < "$out/$marker_name"
-  removed=0
-  while IFS= read -r rel; do
-    case "$rel" in "" | "#"*) continue ;; esac
-    if [ -f "$out/$rel" ] && [ ! -L "$out/$rel" ]; then
-      rm -f -- "$out/$rel"
-      removed=$((removed + 1))
-      dir="$(dirname "$rel")"
-      [ "$dir" = "." ] || (cd "$out" && rmdir -p --ignore-fail-on-non-empty -- "$dir" 2> /dev/null) || true
-    fi
-  done < "$out/$marker_name"
-  rm -f -- "$out/$marker_name"
-  echo "removed the $removed file(s) of the previous kit in $out"
-fi
-mkdir -p "$out"
-
-# The files of this repository: git's view when the repository is the top level of its own
-# git work tree, otherwise every file outside build/ and .git/.
-if [ "$(git -C "$root" rev-parse --show-toplevel 2> /dev/null || true)" = "$root" ]; then
-  files="$(git -C "$root" ls-files -co --exclude-standard)"
-else
-  files="$(cd "$root" && find . -type f -not -path './build/*' -not -path './.git/*' | sed 's|^\./||' | sort)"
-fi
-# A kit written inside the repository (for example build/default/starter_kit) never copies itself.
-case "$out/" in
-  "$root"/*) inside="${out#"$root"/}/" ;;
-  *) inside="" ;;
-esac
-
-{
-  echo "# A starter kit generated by scripts/make_starter_kit.sh from $root."
-  echo "# Regenerating it removes the files listed below, and nothing else."
-} > "$out/$marker_name"
-
-regions=0
-while IFS= read -r rel; do
-  [ -n "$rel" ] && [ -f "$root/$rel" ] || continue
-  if [ -n "$inside" ]; then
-    case "$rel" in "$inside"*) continue ;; esac
-  fi
-  [ "$rel" != "$marker_name" ] || continue
-  mkdir -p "$out/$(dirname "$rel")"
-  echo "$rel" >> "$out/$marker_name"
-  case "$rel" in
-    *.hpp | *.cpp | *.cuh | *.cu | *.h) ;;
-    *) cp -p "$root/$rel" "$out/$rel"; continue ;;
-  esac
-  if ! grep -q "// BEGIN SOLUTION step" "$root/$rel"; then
-    cp -p "$root/$rel" "$out/$rel"
-    continue
-  fi
-  grep -q '^#include "common/todo.hpp"' "$root/$rel" ||
-    die "$rel has solution regions but does not include \"common/todo.hpp\", which declares fa2::todo"
-  n="$(awk -f "$root/scripts/lib/solution_to_todo.awk" -v file="$rel" "$root/$rel" 2>&1 > "$out/$rel")" ||
-    die "$n"
-  regions=$((regions + n))
-  echo "  $rel: $n region(s)"
-done <<< "$files"
-
-echo "starter kit written to $out: $regions solution region(s) replaced"
+exec python3 "$root/scripts/lib/kit.py" --as make_starter_kit.sh generate --level "$level" -- "$out"

@@ -45,6 +45,7 @@ struct OnlineSoftmaxState {
   // that the old l was multiplied by: 1 while the maximum stays, below 1 when it grows,
   // and exactly 0 for the first unmasked score, because exp(-inf) is exactly 0.
   T update(T x) {
+    // BEGIN SOLUTION step01 standard: the whole update, a masked score (-inf) included uses(x)
     if (x == minus_inf<T>) return T{1};  // a masked score adds exp(-inf) = 0: nothing moves
     // BEGIN SOLUTION step01: the online update, grow m to cover x, rescale l by exp(m_old - m_new), add exp(x - m_new)
     const T m_new = std::max(m, x);
@@ -53,6 +54,7 @@ struct OnlineSoftmaxState {
     m = m_new;
     return alpha;
     // END SOLUTION step01
+    // END SOLUTION step01 standard
   }
 
   // The state of two blocks read one after the other, from the state of each block.
@@ -60,12 +62,14 @@ struct OnlineSoftmaxState {
   // in either argument order, and the same up to rounding however a row is split and
   // grouped: that freedom is what lets a row be read block by block, in any split.
   static OnlineSoftmaxState combine(const OnlineSoftmaxState& a, const OnlineSoftmaxState& b) {
+    // BEGIN SOLUTION step01 standard: the whole combine, empty states included uses(a, b)
     if (a.empty()) return b;  // also the case of two empty states: the result stays empty
     if (b.empty()) return a;
     // BEGIN SOLUTION step01: combine two partial states, both sums moved to the larger maximum
     const T m_ab = std::max(a.m, b.m);
     return {m_ab, a.l * std::exp(a.m - m_ab) + b.l * std::exp(b.m - m_ab)};
     // END SOLUTION step01
+    // END SOLUTION step01 standard
   }
 };
 

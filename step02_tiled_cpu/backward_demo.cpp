@@ -28,23 +28,23 @@ void print_key_tile(const fa2::Tensor<double, 3>& Q, const fa2::Tensor<double, 3
   fa2::Tensor<double, 2> P_total({1, kN});  // each row's P summed over every key tile
   double dK_norm = 0.0, dV_norm = 0.0;      // |dK_j| and |dV_j| before the query tile
   const auto trace = [&](const fa2::tiled::QueryTileStep<double>& step) {
-    const auto q_rows = step.P_ij.rows();
-    for (Eigen::Index r = 0; r < q_rows; ++r) P_total(0, step.q_start + r) += step.P_ij.row(r).sum();
+    const auto tile_rows = step.P_ij.rows();
+    for (Eigen::Index r = 0; r < tile_rows; ++r) P_total(0, step.q_start + r) += step.P_ij.row(r).sum();
     if (step.k_start != kKeyStart) return;  // another key tile
 
     index_t masked = 0;  // key after query: P is exactly 0 there
-    for (Eigen::Index r = 0; r < q_rows; ++r) {
+    for (Eigen::Index r = 0; r < tile_rows; ++r) {
       for (Eigen::Index c = 0; c < step.P_ij.cols(); ++c) masked += (step.k_start + c > step.q_start + r) ? 1 : 0;
     }
     std::printf("\nquery tile [%ld, %ld): %ld of %ld scores masked\n", static_cast<long>(step.q_start),
-                static_cast<long>(step.q_start + q_rows), static_cast<long>(masked),
+                static_cast<long>(step.q_start + tile_rows), static_cast<long>(masked),
                 static_cast<long>(step.P_ij.size()));
     std::printf("  query q      ");
-    for (Eigen::Index r = 0; r < q_rows; ++r) std::printf(" %7ld", static_cast<long>(step.q_start + r));
+    for (Eigen::Index r = 0; r < tile_rows; ++r) std::printf(" %7ld", static_cast<long>(step.q_start + r));
     std::printf("\n  rowsum P_ij  ");
-    for (Eigen::Index r = 0; r < q_rows; ++r) std::printf(" %7.4f", step.P_ij.row(r).sum());
+    for (Eigen::Index r = 0; r < tile_rows; ++r) std::printf(" %7.4f", step.P_ij.row(r).sum());
     std::printf("\n  D_i          ");
-    for (Eigen::Index r = 0; r < q_rows; ++r) std::printf(" %7.4f", step.D_i(r));
+    for (Eigen::Index r = 0; r < tile_rows; ++r) std::printf(" %7.4f", step.D_i(r));
     std::printf("\n  |dK_j| %.4f -> %.4f    |dV_j| %.4f -> %.4f\n", dK_norm, step.dK_j.norm(), dV_norm,
                 step.dV_j.norm());
     dK_norm = step.dK_j.norm();

@@ -24,6 +24,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
                                          const TileOptions& options, const KeyTileTrace<accum_t<T>>& trace) {
   using A = accum_t<T>;
   detail::validate_inputs(Q, K, V, options);
+  // BEGIN SOLUTION step02 full: the tiled forward from the validated inputs: sizes, scale, outputs, both loops uses(Q, K, V, options, trace)
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
   const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
@@ -32,6 +33,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
   for (index_t b = 0; b < B; ++b) {
     // Outer loop: query tiles. They are independent (one GPU program each in later steps).
     for (index_t q_start = 0; q_start < Nq; q_start += B_q) {
+      // BEGIN SOLUTION step02 standard: one query tile: Q_i and its running state, the key tiles it sees (causal included), then O and L uses(Q, K, V, options, trace, out, b, q_start, B_q, B_k, Nq, Nk, Dv, scale)
       const index_t q_rows = std::min(B_q, Nq - q_start);                                // the last tile may be short
       const RowMatrix<A> Q_i = load_rows<A>(Q, b, q_start, q_rows);                      // (q_rows, D)
       Vector<A> m_i = Vector<A>::Constant(q_rows, -std::numeric_limits<A>::infinity());  // (q_rows)
@@ -71,9 +73,11 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
         out.L(b, q_start + r) = m_i(r) + std::log(l_i(r));
         // END SOLUTION step02
       }
+      // END SOLUTION step02 standard
     }
   }
   return out;
+  // END SOLUTION step02 full
 }
 
 template ForwardResult<float> tiled_attention_forward<float>(TensorView<const float, 3>, TensorView<const float, 3>,

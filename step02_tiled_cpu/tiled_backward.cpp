@@ -95,6 +95,7 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
                                            const QueryTileTrace<accum_t<T>>& trace) {
   using A = accum_t<T>;
   validate(Q, K, V, O, L, dO, options);
+  // BEGIN SOLUTION step02 full: the tiled backward from the validated inputs: D_i, the outputs, both loops, dQ at the end uses(Q, K, V, O, L, dO, options, trace)
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
   const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
@@ -113,6 +114,7 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
     // Outer loop: key tiles. Each owns its rows of dK and dV, so the two stay in fast memory
     // (registers, on a GPU) for the whole inner loop and are written once, at its end.
     for (index_t k_start = 0; k_start < Nk; k_start += B_k) {
+      // BEGIN SOLUTION step02 standard: one key tile: K_j, V_j and their gradients, the query tiles that see them (causal included) with P and the five products, then dK_j and dV_j stored uses(Q, K, V, dO, L, D_rows, dQ_accum, out, options, trace, b, k_start, B_q, B_k, Nq, Nk, D, Dv, scale)
       const index_t k_cols = std::min(B_k, Nk - k_start);            // the last tile may be short
       const RowMatrix<A> K_j = load_rows<A>(K, b, k_start, k_cols);  // (k_cols, D)
       const RowMatrix<A> V_j = load_rows<A>(V, b, k_start, k_cols);  // (k_cols, Dv)
@@ -152,11 +154,13 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
       // Every query tile has been met: this key tile's gradients are complete.
       store_rows<T>(dK_j, out.dK.view(), b, k_start);
       store_rows<T>(dV_j, out.dV.view(), b, k_start);
+      // END SOLUTION step02 standard
     }
   }
   // dQ is complete only now, after the last key tile: round it to T.
   copy_convert<T, A, 3>(dQ_accum.cview(), out.dQ.view());
   return out;
+  // END SOLUTION step02 full
 }
 
 template Tensor<float, 2> backward_preprocess_D<float>(TensorView<const float, 3>, TensorView<const float, 3>);

@@ -160,7 +160,9 @@ class TilePtr {
       "advance() returns the moved tile pointer and leaves this one unchanged: write ptr = "
       "ptr.advance(...)")]] FA2_HOST_DEVICE TilePtr
   advance(const Coord<rank>& deltas) const {
+    // BEGIN SOLUTION step03 full: return a tile pointer with the same tensor, moved by deltas uses(deltas)
     return TilePtr(base_, shape_, strides_, offsets_ + deltas);
+    // END SOLUTION step03 full
   }
 
   FA2_HOST_DEVICE T* base() const { return base_; }
@@ -169,7 +171,11 @@ class TilePtr {
   FA2_HOST_DEVICE const Coord<rank>& offsets() const { return offsets_; }
 
   // Where element `idx` of the tile sits in the tensor (row, col, ...).
-  FA2_HOST_DEVICE Coord<rank> position(const Coord<rank>& idx) const { return offsets_ + idx; }
+  FA2_HOST_DEVICE Coord<rank> position(const Coord<rank>& idx) const {
+    // BEGIN SOLUTION step03 full: return where element idx of the tile sits in the tensor uses(idx)
+    return offsets_ + idx;
+    // END SOLUTION step03 full
+  }
 
   // Its distance from base, in elements: sum over axes of position * stride (64-bit).
   FA2_HOST_DEVICE index_t element_offset(const Coord<rank>& idx) const {

@@ -42,6 +42,7 @@ struct FlashBwdPreprocess {
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step05 full: D_i = rowsum(dO_i * O_i) for this query tile, and its rows of dQ_accum cleared uses(prog, p)
     const index_t q_start = prog.program_id(0) * index_t{Q_TILE};
     const index_t batch_index = prog.program_id(1);
     const auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
@@ -61,6 +62,7 @@ struct FlashBwdPreprocess {
     const auto D_i = row_sum(prog, dO_i * O_i);  // (Q_TILE,)
     store(prog, D_ptr, D_i, boundary_check<0>);
     store(prog, dQ_accum_ptr, Frag<float, Rows>::filled(0.0f), boundary_check<0, 1>);
+    // END SOLUTION step05 full
   }
 };
 
@@ -89,6 +91,7 @@ struct FlashBwdKernel {
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step05 full: the whole key-tile program: its tile pointers, K_j and V_j, the loop over query tiles, dK_j and dV_j uses(prog, p)
     auto& smem = prog.template shared<Shared>();
     const index_t k_start = prog.program_id(0) * index_t{K_TILE};
     const index_t batch_index = prog.program_id(1);
@@ -127,10 +130,13 @@ struct FlashBwdKernel {
     auto dK_j = Frag<float, KeyRows>::filled(0.0f);  // (K_TILE, D)
     auto dV_j = Frag<float, KeyRows>::filled(0.0f);  // (K_TILE, D)
 
+    // BEGIN SOLUTION step05 standard: K_j and V_j once, then every query tile that sees them (its loads, S, the masks, the five products), then dK_j and dV_j stored uses(prog, p, smem, K_ptr, V_ptr, dK_ptr, dV_ptr, Q_ptr, dO_ptr, dQ_accum_ptr, L_ptr, D_ptr, dK_j, dV_j, first_query_tile, k_start)
     // Zero rows past N_KEYS give scores of 0, not -inf: the mask below removes them.
+    // BEGIN SOLUTION step05: load this program's K_j and V_j into shared memory, once uses(prog, K_ptr, V_ptr, smem)
     load(prog, K_ptr, smem.K_j, boundary_check<0, 1>, Padding::zero);  // (K_TILE, D), once
     load(prog, V_ptr, smem.V_j, boundary_check<0, 1>, Padding::zero);  // (K_TILE, D), once
-    const auto k_pos = col_positions<Scores>(prog, k_start);           // (1, K_TILE)
+    // END SOLUTION step05
+    const auto k_pos = col_positions<Scores>(prog, k_start);  // (1, K_TILE)
 
     for (index_t i = first_query_tile; i < cdiv<index_t>(p.N_QUERIES, Q_TILE); ++i) {
       const auto q_pos = row_positions<Scores>(prog, i * Q_TILE);          // (Q_TILE, 1)
@@ -178,6 +184,8 @@ struct FlashBwdKernel {
     // are never written.
     store(prog, dK_ptr, dK_j.template to<T>(), boundary_check<0, 1>);
     store(prog, dV_ptr, dV_j.template to<T>(), boundary_check<0, 1>);
+    // END SOLUTION step05 standard
+    // END SOLUTION step05 full
   }
 };
 
@@ -193,6 +201,7 @@ struct FlashBwdConvertDQ {
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step05 full: this query tile's rows of dQ_accum, rounded into dQ uses(prog, p)
     const index_t q_start = prog.program_id(0) * index_t{Q_TILE};
     const index_t batch_index = prog.program_id(1);
     const auto dQ_accum_ptr =
@@ -202,6 +211,7 @@ struct FlashBwdConvertDQ {
                                                         {p.stride_dqq, p.stride_dqd}, {q_start, 0}, Order<1, 0>{});
     const auto dQ_i = load(prog, dQ_accum_ptr, boundary_check<0, 1>, Padding::zero);  // (Q_TILE, D) float32
     store(prog, dQ_ptr, dQ_i.template to<T>(), boundary_check<0, 1>);
+    // END SOLUTION step05 full
   }
 };
 

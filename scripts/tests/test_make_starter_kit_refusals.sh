@@ -16,7 +16,7 @@ outer="$work/outer"
 repo="$outer/repo"
 mkdir -p "$repo/scripts/lib" "$repo/src" "$work/users_folder"
 cp "$here/scripts/make_starter_kit.sh" "$repo/scripts/"
-cp "$here/scripts/lib/solution_to_todo.awk" "$repo/scripts/lib/"
+cp "$here/scripts/lib/kit.py" "$repo/scripts/lib/"
 cat > "$repo/src/exercise.cpp" << 'EOF'
 #include "common/todo.hpp"
 int answer() {

@@ -42,6 +42,7 @@ struct FlashFwdKernel {
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step06 full: your whole step 5 program with bug 1 planted: the casts of P, O and L written as statements whose results are thrown away uses(prog, p)
     auto& smem = prog.template shared<Shared>();
     const index_t query_tile_index = prog.program_id(0);
     const index_t batch_index = prog.program_id(1);
@@ -69,6 +70,7 @@ struct FlashFwdKernel {
     auto l_i = RowVec<float, Scores>::filled(0.0f);                                     // (Q_TILE,)
     auto m_i = RowVec<float, Scores>::filled(-std::numeric_limits<float>::infinity());  // (Q_TILE,)
 
+    // BEGIN SOLUTION step06 standard: your step 5 code from Q_i to the stores, with bug 1 planted: the casts of P, O and L written as statements whose results are thrown away uses(prog, p, smem, Q_ptr, K_ptr, V_ptr, O_ptr, L_ptr, O_acc, l_i, m_i, query_tile_index)
     load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);
     const auto q_pos = row_positions<Scores>(prog, query_tile_index * Q_TILE);  // (Q_TILE, 1)
 
@@ -132,6 +134,8 @@ struct FlashFwdKernel {
     store(prog, O_ptr, O_i, boundary_check<0, 1>);
     L_i.template to<float>();
     store(prog, L_ptr, L_i, boundary_check<0>);
+    // END SOLUTION step06 standard
+    // END SOLUTION step06 full
   }
 };
 
