@@ -1,6 +1,6 @@
 // Tests of step 2's backward: dQ, dK and dV against common's float64 reference backward over
-// ragged shapes, tile sizes, Nq != Nk and both causal settings, with O and L from the tiled
-// forward; then what the trace shows (P from L, D_i), strided inputs and the argument checks.
+// ragged shapes, tile sizes, Nq != Nk and both causal settings, with O and L from the float64
+// reference forward (so that a bug in the tiled forward cannot fail these tests); then what the trace shows (P from L, D_i), strided inputs and the argument checks.
 //   cmake --build --preset default --target step02_backward_tests && ctest --preset default -L step02
 #include <algorithm>
 #include <array>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/random.hpp"
+#include "common/reference.hpp"
 #include "common/reference_backward.hpp"
 #include "common/testing.hpp"
 #include "step02_tiled_cpu/tiled_attention.hpp"
@@ -31,8 +32,8 @@ struct Shape {
 // (B_q, B_k): single rows, odd sizes, the default, tiles longer than either sequence.
 constexpr std::array<std::array<index_t, 2>, 6> kTiles{{{16, 16}, {1, 1}, {3, 5}, {16, 3}, {64, 64}, {500, 500}}};
 
-// Random Q, K, V and dO, with O and L from step 2's tiled forward (default 16 x 16 tiles: the
-// backward's tiles need not be the forward's).
+// Random Q, K, V and dO, with O and L from the float64 reference, rounded as the tiled forward
+// stores them (O in T, L in the accumulator type).
 template <class T>
 struct Problem {
   Tensor<T, 3> Q, K, V, dO;
@@ -48,10 +49,11 @@ Problem<T> random_problem(const Shape& s, fa2::Rng& rng, bool causal, std::optio
                fa2::random_normal<T, 3>({s.B, s.Nq, s.Dv}, rng),
                {},
                {}};
-  auto [O, L] =
-      fa2::tiled::tiled_attention_forward<T>(p.Q.cview(), p.K.cview(), p.V.cview(), {.causal = causal, .scale = scale});
-  p.O = std::move(O);
-  p.L = std::move(L);
+  const auto ref = fa2::reference_attention<T>(p.Q.cview(), p.K.cview(), p.V.cview(), causal, scale);
+  p.O = Tensor<T, 3>(ref.O.shape());
+  p.L = Tensor<accum_t<T>, 2>(ref.L.shape());
+  fa2::copy_convert<T, double, 3>(ref.O.cview(), p.O.view());
+  fa2::copy_convert<accum_t<T>, double, 2>(ref.L.cview(), p.L.view());
   return p;
 }
 

@@ -1,6 +1,8 @@
 // The backward's test matrix, shared by the host suite (test_flash_bwd_host.cpp) and the GPU
-// suite (test_flash_bwd_gpu.cu): fresh random inputs, O and L from step05's forward, the backward
-// under test, and dQ, dK, dV against the float64 reference (common/reference_backward.hpp).
+// suite (test_flash_bwd_gpu.cu): fresh random inputs, O and L from the float64 reference forward
+// (rounded as a forward would store them), the backward under test, and dQ, dK, dV against the
+// float64 reference (common/reference_backward.hpp). The backward is tested on its own: a bug in
+// a forward kernel cannot fail it.
 #pragma once
 
 #include <algorithm>
@@ -8,10 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "common/random.hpp"
+#include "common/reference.hpp"
 #include "common/reference_backward.hpp"
 #include "common/testing.hpp"
 #include "step05_fa2_kernel/flash_bwd.hpp"
@@ -24,17 +28,35 @@ using FlashBwdRunner = std::function<FlashGradients<T>(
     TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, TensorView<const T, 3> O,
     TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal)>;
 
-// A forward that gives O and L, and the backward under test: both on the host, or both on the GPU
-// (gpu_passes in test_flash_bwd_gpu.cu).
+// A forward that gives O and L, and the backward under test, on the host or on the GPU
+// (gpu_passes in flash_bwd_test_support_cuda.hpp).
 template <class T>
 struct FlashPasses {
   FlashRunner<T> forward;
   FlashBwdRunner<T> backward;
 };
 
+// O and L as a forward stores them, from the float64 reference: O rounded to T, L to float32.
+template <class T>
+FlashOutputs<T> reference_outputs(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                  bool causal, std::optional<double> scale = std::nullopt) {
+  const auto ref = reference_attention<T>(Q, K, V, causal, scale);
+  FlashOutputs<T> out{Tensor<T, 3>(ref.O.shape()), Tensor<float, 2>(ref.L.shape())};
+  copy_convert<T, double, 3>(ref.O.cview(), out.O.view());
+  copy_convert<float, double, 2>(ref.L.cview(), out.L.view());
+  return out;
+}
+
+template <class T>
+FlashRunner<T> reference_forward() {
+  return [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return reference_outputs<T>(Q, K, V, causal);
+  };
+}
+
 template <class T>
 FlashPasses<T> host_passes() {
-  return {host_runner<T>(&flash_fwd_host),
+  return {reference_forward<T>(),
           [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, TensorView<const T, 3> O,
              TensorView<const float, 2> L, TensorView<const T, 3> dO,
              bool causal) { return flash_attention_backward_host<T>(Q, K, V, O, L, dO, causal); }};

@@ -1,6 +1,6 @@
 // The GPU half of flash_bwd_test_support.hpp, for any backward with flash_bwd_cuda's signature
-// (step05's, step07's fast one): the passes (step05's GPU forward for O and L, then the backward
-// under test), and the layout checks every GPU backward must pass: a head of a (B, N, H, D)
+// (step05's, step07's fast one): the passes (O and L from the float64 reference forward, then the
+// backward under test on the GPU), and the layout checks every GPU backward must pass: a head of a (B, N, H, D)
 // tensor (row stride H * D, the other heads' elements left untouched) and batch strides past 2^31
 // elements. Used by step05's test_flash_bwd_gpu.cu and step07's test_variants_gpu.cu.
 #pragma once
@@ -18,7 +18,7 @@ namespace fa2::testing {
 
 template <class T>
 FlashPasses<T> gpu_passes(CudaBwdLaunchFn backward) {
-  return {gpu_runner<T>(&flash_fwd_cuda),
+  return {reference_forward<T>(),
           [backward](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                      TensorView<const T, 3> O, TensorView<const float, 2> L, TensorView<const T, 3> dO,
                      bool causal) { return run_backward_with_device_tensors<T>(backward, Q, K, V, O, L, dO, causal); }};

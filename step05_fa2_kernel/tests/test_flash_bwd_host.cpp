@@ -73,7 +73,7 @@ TEST_SUITE("host+backward") {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     const fa2::testing::BwdInputs<float> in(shape, rng);
-    const auto fwd = fa2::flash_attention_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), true);
+    const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), true);
     const auto g = fa2::flash_attention_backward_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
                                                              fwd.L.cview(), in.dO.cview(), true);
     int nonzero = 0;
@@ -107,7 +107,7 @@ TEST_SUITE("host+backward") {
     };
     for (bool causal : {false, true}) {
       INFO("causal ", causal);
-      const auto fwd = fa2::flash_attention_host<float>(Q, K, V, causal);
+      const auto fwd = fa2::testing::reference_outputs<float>(Q, K, V, causal);
       fa2::FlashGradients<float> g{padded(N_q), padded(N_k), padded(N_k)};
       auto dQ_accum = padded(N_q);
       auto D_rows = Tensor<float, 2>::strided({B, N_q}, {2 * N_q, 2}, nan);  // every other float
@@ -141,7 +141,7 @@ TEST_SUITE("host+backward") {
     INFO("seed ", rng.seed());
     const fa2::testing::BwdInputs<float> in(FlashShape{1, 40, 50, 64}, rng);
     for (bool causal : {false, true}) {
-      const auto fwd = fa2::flash_attention_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), causal, 0.05f);
+      const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), causal, 0.05);
       const auto g = fa2::flash_attention_backward_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
                                                                fwd.L.cview(), in.dO.cview(), causal, 0.05f);
       const auto ref = fa2::reference_attention_backward<float>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(),
@@ -157,7 +157,7 @@ TEST_SUITE("host+backward") {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     const fa2::testing::BwdInputs<fa2::bf16> in(shape, rng);
-    const auto fwd = fa2::flash_attention_host<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
+    const auto fwd = fa2::testing::reference_outputs<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
     auto grads = fa2::poisoned_gradients<fa2::bf16>(in.Q.shape(), in.K.shape());
     auto work = fa2::poisoned_workspace(in.Q.shape());
     fa2::flash_bwd_host(fa2::make_flash_bwd_args<fa2::bf16>(
@@ -188,7 +188,7 @@ TEST_SUITE("host+backward") {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     const fa2::testing::BwdInputs<float> in(shape, rng);
-    const auto fwd = fa2::flash_attention_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), true);
+    const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), true);
     const auto run = [&] {
       return fa2::flash_attention_backward_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
                                                        fwd.L.cview(), in.dO.cview(), true);
@@ -211,7 +211,7 @@ TEST_SUITE("host+backward+barrier") {
       fa2::Rng rng(fa2::fresh_seed());
       INFO("seed ", rng.seed(), ", causal ", causal);
       const fa2::testing::BwdInputs<float> in(FlashShape{1, 40, 40, 64}, rng);
-      const auto fwd = fa2::flash_attention_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
+      const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
       auto grads = fa2::poisoned_gradients<float>(in.Q.shape(), in.K.shape());
       auto work = fa2::poisoned_workspace(in.Q.shape());
       const auto args = fa2::make_flash_bwd_args<float>(
