@@ -9,7 +9,7 @@
 #   3. the kit, built and tested with scripts/test.sh as a student would: the build prints no
 #      warning, every failing test fails with a TODO(stepNN) message, each step that has work at
 #      this level fails, and HANDOUT.md's grading commands, run as written, fail;
-#   4. for the levels in --solved (default: standard), the round-trip kit built and tested the
+#   4. for the levels in --solved (default: standard; "none" for none), the round-trip kit built and tested the
 #      same way: every test passes, no warning.
 #
 #   scripts/test_starter_kit.sh [--no-build] [--levels guided,standard,full] [--solved standard]
@@ -45,6 +45,7 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$work" ] || { usage >&2; exit 2; }
 solved_preset="${solved_preset:-$preset}"
+[ "$solved_levels" != none ] || solved_levels=""
 for level in ${levels//,/ } ${solved_levels//,/ }; do
   case "$level" in guided | standard | full) ;; *)
     echo "test_starter_kit.sh: level '$level': allowed guided, standard, full" >&2; exit 2 ;;

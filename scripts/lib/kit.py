@@ -43,7 +43,7 @@ FILL_SOURCE = "step05_fa2_kernel/flash_fwd_kernel.hpp"
 INSTRUCTOR_ONLY = "scripts/lib/instructor_only.txt"
 # The library a kit hands out whole, whose idioms are not answers (the leak check).
 LIBRARY_DIRS = ("common/", "step03_tile_pointer/")
-LEAK_RUN = int(os.environ.get("FA2_LEAK_RUN", "14"))  # tokens in a row that give an answer away
+LEAK_RUN = int(os.environ.get("FA2_LEAK_RUN", "12"))  # tokens in a row that give an answer away
 
 _LEVEL = r"(?: (?P<level>guided|standard|full))?"
 CODE_BEGIN = re.compile(r"^(?P<indent>[ \t]*)// BEGIN SOLUTION (?P<step>step\d\d)" + _LEVEL + r"(?P<rest>:.*)?\s*$")
@@ -229,10 +229,12 @@ def merge(nodes: list, kit_lines: list[str], level: str, path: str, bodies: str)
     return out
 
 
-def fill(nodes: list, level: str, bodies: list[tuple[str, list[str]]]) -> tuple[list[str], list[str]]:
+def fill(nodes: list, level: str, bodies: list[tuple[str, list[str]]],
+         steps: set[str] | None = None) -> tuple[list[str], list[str]]:
     """The repository's file with each applied region's body taken from `bodies`, a list of
     (BEGIN line, body lines) matched in order by BEGIN line. A region that `bodies` lacks gets
-    its TODO. Returns the lines and a list of warnings (regions missing or unknown)."""
+    its TODO. With `steps`, only regions of those steps are taken; the others keep the
+    repository's body. Returns the lines and a list of warnings (regions missing or unknown)."""
     out: list[str] = []
     warnings: list[str] = []
     pending = list(bodies)
@@ -248,6 +250,8 @@ def fill(nodes: list, level: str, bodies: list[tuple[str, list[str]]]) -> tuple[
         for node in items:
             if not isinstance(node, Region):
                 out.append(node)
+            elif node.applies(level) and steps is not None and node.step not in steps:
+                out.extend([node.begin, *node.body_lines(), node.end])
             elif node.applies(level):
                 body = take(node)
                 if body is None:
@@ -498,8 +502,10 @@ def stats(root: Path) -> dict:
 
 # ---- the leak check -----------------------------------------------------------------------
 
-TOKEN = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|[A-Za-z_]\w*|\d[\w.]*|::|->|<<=|>>=|<=|>=|==|!=|&&|\|\||'
-                   r"\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\S")
+# Identifiers, numbers, two- and three-character operators, and every other character alone.
+# Quotes are tokens of their own, so that code inside a string literal, a CSV field or Markdown
+# is read as code too.
+TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|::|->|<<=|>>=|<=|>=|==|!=|&&|\|\||\+\+|--|\+=|-=|\*=|/=|%=|&=|\|=|\^=|\S")
 COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
 
 
@@ -594,6 +600,126 @@ def find_leaks(root: Path, kit: Path, level: str, run: int = LEAK_RUN, shortest:
     return leaks
 
 
+# ---- a student's submission ---------------------------------------------------------------
+
+SUBMISSION_LIMIT = 8 << 20  # bytes of answers and measurements together
+MEASUREMENT_SUFFIXES = (".csv", ".svg", ".png", ".md", ".txt", ".json")
+
+
+def kit_regions(kit: Path) -> dict[str, list[dict]]:
+    """Every solution region of the kit's code at its level, as the student left it:
+    {file: [{begin, body}]}. (A kit whose solutions were put back also holds the markers of the
+    other levels; only the regions of its own level count.)"""
+    level = kit_level(kit)
+    found: dict[str, list[dict]] = {}
+    for rel in kit_files(kit):
+        if not is_code(rel) or not (kit / rel).is_file():
+            continue
+        text = read_text(kit / rel)
+        if text is None or "BEGIN SOLUTION step" not in text:
+            continue
+        nodes = parse(text, rel)
+        found[rel] = [{"begin": region.key, "body": "".join(region.body_lines())}
+                      for region in applied_regions(nodes, level)]
+    return found
+
+
+def is_submission_archive(path: Path) -> bool:
+    import tarfile
+    try:
+        with tarfile.open(path, "r:gz") as archive:
+            return "submission/manifest.json" in archive.getnames()
+    except (OSError, tarfile.TarError):
+        return False
+
+
+def make_submission(kit: Path, out: Path, answers: Path | None, measurements: Path | None, code_only: bool) -> dict:
+    """Packs the kit's solution regions, the answers and the measurements into one .tar.gz."""
+    import io
+    import tarfile
+    import time
+    level = kit_level(kit)
+    if out.exists() and not (out.is_file() and is_submission_archive(out)):
+        raise KitError(f"{out} exists and is not a submission archive made by this script: choose another name")
+    if not str(out).endswith((".tar.gz", ".tgz")):
+        raise KitError(f"{out}: the archive's name must end in .tar.gz")
+    regions = kit_regions(kit)
+    todo = sum("fa2::todo(\"TODO(" in r["body"] for regs in regions.values() for r in regs)
+    extra: list[tuple[str, Path]] = []
+    if not code_only:
+        answers = answers or kit / "answers.md"
+        if not answers.is_file():
+            raise KitError(f"no answers file at {answers}: write your answers there (HANDOUT.md, 'What to hand in'), "
+                           "name another with --answers FILE, or pack the code alone with --code-only")
+        extra.append(("answers.md", answers))
+        measurements = measurements or kit / "measurements"
+        if measurements.is_dir():
+            for path in sorted(measurements.rglob("*")):
+                if path.is_file() and path.suffix in MEASUREMENT_SUFFIXES:
+                    extra.append((f"measurements/{path.relative_to(measurements)}", path))
+        elif measurements.exists():
+            raise KitError(f"{measurements} is not a directory")
+        size = sum(path.stat().st_size for _, path in extra)
+        if size > SUBMISSION_LIMIT:
+            raise KitError(f"the answers and measurements weigh {size} bytes, more than {SUBMISSION_LIMIT}: "
+                           "keep the tables and plots the handout asks for")
+    manifest = {
+        "format": 1,
+        "level": level,
+        "kit_commit": next((line.split(": ", 1)[1] for line in (kit / MARKER_FILE).read_text().splitlines()
+                            if line.startswith("# from commit: ")), ""),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "regions": sum(len(r) for r in regions.values()),
+        "regions_still_todo": todo,
+        "files": [name for name, _ in extra],
+    }
+    tmp = out.with_name(out.name + ".partial")
+    with tarfile.open(tmp, "w:gz") as archive:
+        def add_bytes(name: str, data: bytes) -> None:
+            info = tarfile.TarInfo(f"submission/{name}")
+            info.size = len(data)
+            info.mtime = int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+        add_bytes("manifest.json", json.dumps(manifest, indent=2).encode())
+        add_bytes("regions.json", json.dumps(regions, indent=1).encode())
+        for name, path in extra:
+            add_bytes(name, path.read_bytes())
+    tmp.replace(out)
+    return manifest
+
+
+def read_submission(path: Path) -> tuple[dict, dict, dict[str, bytes]]:
+    """(manifest, regions, other files) of a submission archive or of its unpacked folder."""
+    import tarfile
+    files: dict[str, bytes] = {}
+    if path.is_dir():
+        base = path / "submission" if (path / "submission").is_dir() else path
+        for item in base.rglob("*"):
+            if item.is_file():
+                files[str(item.relative_to(base))] = item.read_bytes()
+    else:
+        try:
+            with tarfile.open(path, "r:gz") as archive:
+                for member in archive.getmembers():
+                    if not member.isfile() or not member.name.startswith("submission/"):
+                        continue
+                    name = member.name[len("submission/"):]
+                    if name.startswith("/") or ".." in Path(name).parts:
+                        raise KitError(f"{path}: the archive holds an unsafe path, {member.name}")
+                    handle = archive.extractfile(member)
+                    files[name] = handle.read() if handle else b""
+        except (OSError, tarfile.TarError) as error:
+            raise KitError(f"{path} is not a submission archive ({error})") from error
+    if "manifest.json" not in files or "regions.json" not in files:
+        raise KitError(f"{path} is not a submission: it has no manifest.json and regions.json "
+                       "(make one with scripts/make_submission.sh)")
+    manifest = json.loads(files.pop("manifest.json"))
+    regions = json.loads(files.pop("regions.json"))
+    if manifest.get("level") not in LEVELS:
+        raise KitError(f"{path}: the manifest names no level of kit (got {manifest.get('level')!r})")
+    return manifest, regions, files
+
+
 # ---- command line -------------------------------------------------------------------------
 
 
@@ -611,6 +737,12 @@ def main(argv: list[str]) -> int:
     lk.add_argument("kit")
     s = sub.add_parser("stats", help="regions and lines of code students write, per level")
     s.add_argument("--json", action="store_true")
+    m = sub.add_parser("submit", help="pack a kit's regions, answers and measurements into a .tar.gz")
+    m.add_argument("--kit", default=".")
+    m.add_argument("--answers")
+    m.add_argument("--measurements")
+    m.add_argument("--code-only", action="store_true")
+    m.add_argument("out")
     c = sub.add_parser("check", help="parse every region of the repository (markers well formed and nested)")
     del c
     args = parser.parse_args(argv)
@@ -648,6 +780,14 @@ def main(argv: list[str]) -> int:
                 for level, s in result.items():
                     steps = ", ".join(f"{k} {v}" for k, v in sorted(s["by_step"].items()))
                     print(f"{level:9s} {s['regions']:3d} regions, {s['lines']:4d} lines ({steps})")
+        elif args.command == "submit":
+            kit = Path(args.kit).resolve()
+            manifest = make_submission(kit, Path(args.out).resolve(), Path(args.answers) if args.answers else None,
+                                       Path(args.measurements) if args.measurements else None, args.code_only)
+            still = manifest["regions_still_todo"]
+            print(f"wrote {args.out}: {manifest['regions']} solution region(s) of a {manifest['level']} kit"
+                  f"{f', {still} of them still a TODO' if still else ''}; "
+                  f"{', '.join(manifest['files']) or 'no answers or measurements (--code-only)'}")
         elif args.command == "check":
             n = 0
             for rel in repository_files(root):

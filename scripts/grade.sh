@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The autograder (INSTRUCTOR.md, "Grading"): grades a submission made by make_submission.sh.
+#   scripts/grade.sh [--preset cpu-only|default] [--jobs N] SUBMISSION OUT
+# SUBMISSION is the student's .tar.gz (or its unpacked folder); OUT a new or empty folder (or one
+# grade.sh wrote before). Only the student's solution regions are used: each part is built in a
+# fresh copy of this repository, with the tests the kits do not ship, and graded on its own.
+# Writes OUT/results.json (Gradescope's format) and OUT/report.md; the logs go to OUT/logs/.
+# The host path (preset cpu-only, the default) needs no GPU; with --preset default on a machine
+# with a GPU the GPU tests run too.
+#   scripts/grade.sh --update-manifest SCRATCH     (maintainers: after adding or renaming tests)
+set -euo pipefail
+case "${1:-}" in
+  -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
+[ ! -f "$root/.starter-kit" ] ||
+  { echo "grade.sh: $root is a starter kit; grade from the instructor's repository" >&2; exit 1; }
+command -v python3 > /dev/null 2>&1 || { echo "grade.sh: python3 is needed" >&2; exit 1; }
+exec python3 "$root/scripts/lib/grading/grade.py" "$@"
