@@ -56,10 +56,10 @@ struct FlashBwdPreprocess {
                                         {p.stride_accq, p.stride_accd}, {q_start, 0}, Order<1, 0>{});
 
     using Rows = RowLayoutFor<Program, Q_TILE, D>;  // how (Q_TILE, D) tiles sit in registers
-    Frag<float, Rows> O_i, dO_i;                    // (Q_TILE, D) each, widened to float32
-    load(prog, O_ptr, O_i, boundary_check<0, 1>, Padding::zero);
-    load(prog, dO_ptr, dO_i, boundary_check<0, 1>, Padding::zero);
-    const auto D_i = row_sum(prog, dO_i * O_i);  // (Q_TILE,)
+    Frag<float, Rows> O_rows, dO_rows;              // (Q_TILE, D) each, widened to float32
+    load(prog, O_ptr, O_rows, boundary_check<0, 1>, Padding::zero);
+    load(prog, dO_ptr, dO_rows, boundary_check<0, 1>, Padding::zero);
+    const auto D_i = row_sum(prog, dO_rows * O_rows);  // (Q_TILE,) = rowsum(dO_i * O_i)
     store(prog, D_ptr, D_i, boundary_check<0>);
     store(prog, dQ_accum_ptr, Frag<float, Rows>::filled(0.0f), boundary_check<0, 1>);
     // END SOLUTION step05 full

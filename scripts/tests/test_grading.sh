@@ -7,7 +7,10 @@
 #      and the deleted test still run (and passed, since step 1 is right);
 # and the leak check:
 #   4. a copy of this repository with one solution region pasted into a README as text: the kit
-#      generator refuses it, naming the file.
+#      generator refuses it, naming the file;
+# and Gradescope's side:
+#   5. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
+#      run on the solved submission: results.json with full marks.
 #   scripts/tests/test_grading.sh <work dir>
 # Ends with one line per check ("grading: PASS ..."); exits non-zero when any fails.
 set -uo pipefail
@@ -111,6 +114,18 @@ else
   check "a planted leak is refused, naming the README and the region" refused
 fi
 grep 'README.md' "$work/leak.log" | head -n 2
+
+echo "== 5. Gradescope: the autograder zip and its run_autograder"
+fake="$work/gradescope"
+rm -rf -- "$fake" "$work/autograder.zip"
+mkdir -p "$fake/source" "$fake/submission"
+"$root/scripts/lib/grading/gradescope/make_autograder_zip.sh" "$work/autograder.zip"
+python3 -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$work/autograder.zip" "$fake/source"
+chmod +x "$fake/source/run_autograder" "$fake/source/scripts/"*.sh "$fake/source/scripts/lib/grading/gradescope/"*
+cp "$work/solved.tar.gz" "$fake/submission/"
+AUTOGRADER_ROOT="$fake" "$fake/source/run_autograder" > "$work/gradescope.log" 2>&1
+gradescope_full() { [ -f "$fake/results/results.json" ] && python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(abs(r["score"] - 60) > 1e-6 or not r["tests"])' "$fake/results/results.json"; }
+check "Gradescope: run_autograder from the zip gives the solved submission $(score_of "$fake/results/results.json" 2> /dev/null) / 60" gradescope_full
 
 printf '%s\n' "${summary[@]}"
 exit "$status"

@@ -202,13 +202,13 @@ TEST_SUITE("tile_pointer") {
     const auto weight = iota_floats(10);  // D = 10
     const auto prog = host_program();
     using L = RowLayoutFor<HostProgram, 2, 4>;  // the columns of a (2, 4) tile
-    auto w_ptr = make_tile_ptr<Block<4>>(weight.data(), {10}, {1}, {0}, Order<0>{});
+    auto vec_ptr = make_tile_ptr<Block<4>>(weight.data(), {10}, {1}, {0}, Order<0>{});
     std::vector<std::string> steps;
     for (int i = 0; i < 3; ++i) {
-      ColVec<float, L> w;
-      load(prog, w_ptr, w, boundary_check<0>, Padding::zero);
-      steps.push_back(show(w));
-      w_ptr = w_ptr.advance({4});
+      ColVec<float, L> piece;
+      load(prog, vec_ptr, piece, boundary_check<0>, Padding::zero);
+      steps.push_back(show(piece));
+      vec_ptr = vec_ptr.advance({4});
     }
     CHECK(steps == std::vector<std::string>{"[0, 1, 2, 3]", "[4, 5, 6, 7]", "[8, 9, 0, 0]"});
 

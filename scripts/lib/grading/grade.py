@@ -227,8 +227,19 @@ def score(level: str, results: dict, listed: dict, manifest: dict | None) -> tup
     return tests_out, summary
 
 
+def gpu_results(results: dict, listed: dict) -> dict[str, list[str]]:
+    """The GPU tests that ran (preset default on a machine with a GPU): not scored, reported."""
+    found: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
+    for name, labels in listed.items():
+        if "gpu" not in labels or name not in results:
+            continue
+        r = results[name]
+        found["skipped" if r.get("skipped") else "passed" if r["passed"] else "failed"].append(name)
+    return found
+
+
 def write_report(out: Path, submission: dict, summary: list[dict], files: dict[str, bytes], warnings: list[str],
-                 seconds: float) -> str:
+                 seconds: float, gpu: dict[str, list[str]] | None = None) -> str:
     level = submission["level"]
     total = sum(s["score"] for s in summary)
     lines = [f"# Grade report ({level} kit)", "",
@@ -247,6 +258,10 @@ def write_report(out: Path, submission: dict, summary: list[dict], files: dict[s
             lines += ["", f"- **{failure['name']}**"]
             if failure["message"] and not s["build_error"]:
                 lines += ["", "  ```", *("  " + x for x in failure["message"].splitlines()[:15]), "  ```"]
+    if gpu and any(gpu.values()):
+        lines += ["", "## GPU tests (preset default; reported, not scored)", "",
+                  f"{len(gpu['passed'])} passed, {len(gpu['failed'])} failed, {len(gpu['skipped'])} skipped "
+                  "(no GPU).", ""] + [f"- failed: {name}" for name in gpu["failed"]]
     lines += ["", "## Graded by hand", ""]
     answers = files.get("answers.md")
     lines.append(f"- written answers: {'answers.md, ' + str(len(answers)) + ' bytes' if answers else 'none submitted'}")
@@ -302,7 +317,7 @@ def grade(submission_path: Path, out: Path, preset: str, jobs: int, write_manife
     (out / "all_tests.json").write_text(json.dumps(
         {name: {"passed": r["passed"], "labels": listed.get(name, [])} for name, r in results.items()
          if not name.startswith("__build__")}, indent=1), encoding="utf-8")
-    write_report(out, manifest_info, summary, files, warnings, seconds)
+    write_report(out, manifest_info, summary, files, warnings, seconds, gpu_results(results, listed))
     for s in summary:
         log(f"  {s['title']}: {s['score']:.2f} / {s['points']} ({s['passed']} / {s['tests']} tests)")
     log(f"total {total} / {PARTS['code_points']} in {seconds:.0f} s; {out / 'report.md'}, {out / 'results.json'}")
