@@ -50,9 +50,11 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
   const HostProgram prog(Coord<3>{row_tile_idx, 0, 0}, nullptr, 0);
   using L = RowLayoutFor<HostProgram, ROWS_TILE_SIZE, D_TILE_SIZE>;
   const index_t first_row = row_tile_idx * ROWS_TILE_SIZE;  // this program's rows start here
-  auto x_ptr =
-      make_tile_ptr<Block<ROWS_TILE_SIZE, D_TILE_SIZE>>(x, {NUM_ROWS, D}, {D, 1}, {first_row, 0}, Order<1, 0>{});
-  auto weight_ptr = make_tile_ptr<Block<D_TILE_SIZE>>(weight, {D}, {1}, {0}, Order<0>{});
+  // x is row-major here, (NUM_ROWS, D) with strides (D, 1); weight is contiguous.
+  using XBlock = Block<ROWS_TILE_SIZE, D_TILE_SIZE>;  // (ROWS_TILE_SIZE, D_TILE_SIZE)
+  using WeightBlock = Block<D_TILE_SIZE>;             // (D_TILE_SIZE,)
+  auto weight_ptr = make_tile_ptr<WeightBlock>(weight, {D}, {1}, {0}, Order<0>{});
+  auto x_ptr = make_tile_ptr<XBlock>(x, {NUM_ROWS, D}, {D, 1}, {first_row, 0}, Order<1, 0>{});
   const index_t row0 = x_ptr.offsets()[0];
   std::printf("Program %d: rows %s, row_mask %s\n", row_tile_idx,
               list(ROWS_TILE_SIZE, [&](int r) { return fmt(static_cast<double>(row0 + r)); }).c_str(),

@@ -1,6 +1,7 @@
 // weighted_sum_fwd through the GPU for host tensors (no CUDA headers needed: the demo and
 // other .cpp files call it). For device pointers use weighted_sum_launch.cuh.
 //   auto out = weighted_sum_cuda<2, 4>(WeightedSumStyle::pointer_math, x.cview(), weight.cview());
+//   auto out = weighted_sum_plain_cuda<16, 64>(x.cview(), weight.cview());   // the plain-CUDA kernel
 #pragma once
 
 #include "step04_weighted_sum/weighted_sum.hpp"
@@ -17,5 +18,10 @@ template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
 requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_cuda(WeightedSumStyle style,
                                                                                         TensorView<const T, 2> x,
                                                                                         TensorView<const T, 1> weight);
+
+// The same for the plain-CUDA kernel (weighted_sum_plain.cuh).
+template <int ROWS_TILE_SIZE, int D_TILE_SIZE, class T>
+requires CudaBuiltTiles<ROWS_TILE_SIZE, D_TILE_SIZE> Tensor<float, 1> weighted_sum_plain_cuda(
+    TensorView<const T, 2> x, TensorView<const T, 1> weight);
 
 }  // namespace fa2

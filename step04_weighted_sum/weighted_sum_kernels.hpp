@@ -38,6 +38,7 @@ struct WeightedSumPointerMath : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step04 standard: the whole pointer-maths body: the program's rows and their mask, the running totals, the column loop, the masked store uses(prog, p)
     using L = RowLayoutFor<Program, ROWS_TILE_SIZE, D_TILE_SIZE>;  // how a (ROWS, D_TILE) tile sits in registers
     const index_t row_tile_idx = prog.program_id(0);
 
@@ -66,6 +67,7 @@ struct WeightedSumPointerMath : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
     // END SOLUTION step04
     // One total per existing row; the rows past NUM_ROWS are never written.
     store_masked(prog, p.output_ptr, rows * p.output_stride_row, output, row_mask);
+    // END SOLUTION step04 standard
   }
 };
 
@@ -76,6 +78,7 @@ struct WeightedSumTilePointer : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
+    // BEGIN SOLUTION step04 standard: the whole tile-pointer body: the three tile pointers, the running totals, the loop that loads, sums and advances, the store uses(prog, p)
     using L = RowLayoutFor<Program, ROWS_TILE_SIZE, D_TILE_SIZE>;
     const index_t row_tile_idx = prog.program_id(0);
 
@@ -106,6 +109,7 @@ struct WeightedSumTilePointer : WeightedSumBodyBase<T, ROWS_TILE_SIZE, D_TILE_SI
     }
     // END SOLUTION step04
     store(prog, output_ptr, output, boundary_check<0>);
+    // END SOLUTION step04 standard
   }
 };
 
