@@ -22,9 +22,9 @@ using detail::Vector;
 template <class T>
 ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                          const TileOptions& options, const KeyTileTrace<accum_t<T>>& trace) {
-  using A = accum_t<T>;
   detail::validate_inputs(Q, K, V, options);
   // BEGIN SOLUTION step02 full: the tiled forward from the validated inputs: sizes, scale, outputs, both loops uses(Q, K, V, options, trace)
+  using A = accum_t<T>;
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
   const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));

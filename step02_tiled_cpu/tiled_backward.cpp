@@ -93,9 +93,9 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
                                            TensorView<const T, 3> O, TensorView<const accum_t<T>, 2> L,
                                            TensorView<const T, 3> dO, const TileOptions& options,
                                            const QueryTileTrace<accum_t<T>>& trace) {
-  using A = accum_t<T>;
   validate(Q, K, V, O, L, dO, options);
   // BEGIN SOLUTION step02 full: the tiled backward from the validated inputs: D_i, the outputs, both loops, dQ at the end uses(Q, K, V, O, L, dO, options, trace)
+  using A = accum_t<T>;
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
   const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));

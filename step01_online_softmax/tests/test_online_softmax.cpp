@@ -279,7 +279,8 @@ TEST_SUITE("online_softmax") {
         pool.pop_back();
         pool.back() = merged;
       }
-      for (const auto& s : {left, right, pool.front()}) {
+      REQUIRE(pool.size() == 1);
+      for (const auto& s : {left, right, pool.at(0)}) {
         CHECK(s.m == one_pass.m);  // a maximum has no rounding
         CHECK(static_cast<double>(s.l) == doctest::Approx(static_cast<double>(one_pass.l)).epsilon(rtol));
       }
