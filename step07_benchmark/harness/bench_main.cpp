@@ -17,6 +17,7 @@
 #include "common/cli.hpp"
 #include "common/cuda/gpu.hpp"
 #include "common/random.hpp"
+#include "common/svg_plot.hpp"
 #include "step07_benchmark/baselines/impl_torch.hpp"
 #include "step07_benchmark/harness/bench_options.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
@@ -169,7 +170,7 @@ int bench(int argc, char** argv) {
                                    " H=" + std::to_string(opt.problems.front().H) +
                                    ", bf16, median of do_bench-style runs, " + today() + "; dashed: quoted, not re-run";
       const auto path = out_dir / ("step07_tflops_d" + std::to_string(D) + ".svg");
-      fa2::cli::write_file(path, fa2::bench::svg::render(tflops_chart(all, series, D, subtitle)));
+      fa2::cli::write_file(path, fa2::svg::render(tflops_chart(all, series, D, subtitle)));
       std::cout << "wrote " << path.string() << "\n";
     }
     std::cout << "wrote " << csv_path.string() << "\n";

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "common/svg_plot.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
-#include "step07_benchmark/harness/svg_plot.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
 namespace fa2::bench {

@@ -17,7 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "step07_benchmark/harness/svg_plot.hpp"
+#include "common/svg_plot.hpp"
 
 namespace fa2::bench::figures {
 namespace {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/svg_plot.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
@@ -106,7 +107,7 @@ int plot(const PlotOptions& o) {
     }
     series.push_back({key, label, key == fa2::bench::quoted_article_triton().key});
   }
-  fa2::cli::write_file(o.svg_path, fa2::bench::svg::render(fa2::bench::tflops_chart(all, series, o.D, o.subtitle)));
+  fa2::cli::write_file(o.svg_path, fa2::svg::render(fa2::bench::tflops_chart(all, series, o.D, o.subtitle)));
   std::cout << "wrote " << o.svg_path << " (" << series.size() << " series, head dim " << o.D << ")\n";
   return 0;
 }

@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/svg_plot.hpp"
 #include "common/testing.hpp"
 #include "step07_benchmark/harness/bench_options.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
-#include "step07_benchmark/harness/svg_plot.hpp"
 
 using namespace fa2::bench;
+namespace svg = fa2::svg;  // the chart writer lives in common/ since step 2 plots with it too
 
 namespace {
 

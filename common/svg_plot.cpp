@@ -1,6 +1,7 @@
 // The SVG line-chart writer (see svg_plot.hpp). Coordinates are plain numbers with one
 // decimal; every element is closed, so the output is well-formed XML.
-#include "step07_benchmark/harness/svg_plot.hpp"
+//   Used by step07_plot, step07_bench and step02_measure; tests: ctest -L common -L step07
+#include "common/svg_plot.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,8 +9,11 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
-namespace fa2::bench::svg {
+namespace fa2::svg {
 namespace {
 
 constexpr int kMarginLeft = 64;    // room for the y tick labels and the y label
@@ -66,14 +70,53 @@ XRange x_range(const Chart& c) {
   return r;
 }
 
-double y_max(const Chart& c) {
-  double m = 0.0;
-  for (const auto& panel : c.panels) {
-    for (const auto& s : panel.series) {
-      for (const auto& p : s.points) m = std::max(m, p.second);
+// Where a y value lands in a panel, and where the y grid lines go.
+struct YAxis {
+  YScale scale = YScale::linear;
+  double top = 1.0;                       // linear: the value at the top edge (the bottom is 0)
+  double lo_log10 = 0.0, hi_log10 = 1.0;  // log10: the decades at the bottom and top edges
+  std::vector<double> ticks;              // labelled grid lines, bottom to top
+  std::vector<double> minor;              // log10: unlabelled lines at 2..9 times each decade
+
+  // 0 at the bottom edge, 1 at the top.
+  double fraction(double y) const {
+    if (scale == YScale::linear) return y / top;
+    return (std::log10(y) - lo_log10) / (hi_log10 - lo_log10);
+  }
+};
+
+// The y axis that holds every point of `panels`.
+YAxis y_axis(const std::vector<const Panel*>& panels, YScale scale) {
+  YAxis axis;
+  axis.scale = scale;
+  double lo = std::numeric_limits<double>::infinity(), hi = 0.0;
+  for (const Panel* panel : panels) {
+    for (const auto& s : panel->series) {
+      for (const auto& p : s.points) {
+        if (scale == YScale::log10 && !(p.second > 0.0)) {
+          throw std::invalid_argument("svg::render: series '" + s.name + "' has y <= 0 on a log10 axis");
+        }
+        lo = std::min(lo, p.second);
+        hi = std::max(hi, p.second);
+      }
     }
   }
-  return m;
+  if (scale == YScale::linear) {
+    const auto [y_top, y_step] = nice_axis(hi * 1.05);
+    axis.top = y_top;
+    for (double y = 0.0; y <= y_top + 1e-9; y += y_step) axis.ticks.push_back(y);
+    return axis;
+  }
+  const auto [bottom, top] = std::isfinite(lo) ? decade_axis(lo, hi) : std::pair{1.0, 10.0};
+  axis.lo_log10 = std::round(std::log10(bottom));
+  axis.hi_log10 = std::round(std::log10(top));
+  for (double e = axis.lo_log10; e <= axis.hi_log10; e += 1.0) {
+    axis.ticks.push_back(std::pow(10.0, e));
+    if (e < axis.hi_log10) {
+      for (int m = 2; m <= 9; ++m) axis.minor.push_back(m * std::pow(10.0, e));
+    }
+  }
+  return axis;
 }
 
 }  // namespace
@@ -134,9 +177,22 @@ std::pair<double, double> nice_axis(double max_value) {
   return {top, step};
 }
 
+std::pair<double, double> decade_axis(double min_value, double max_value) {
+  if (!(min_value > 0.0) || !(max_value >= min_value) || !std::isfinite(max_value)) {
+    throw std::invalid_argument("svg::decade_axis: needs 0 < min <= max, finite");
+  }
+  // A little slack, so that 1000.0000001 from rounding does not open a whole new decade.
+  const double lo = std::floor(std::log10(min_value) + 1e-9);
+  double hi = std::ceil(std::log10(max_value) - 1e-9);
+  if (hi <= lo) hi = lo + 1.0;  // one value, or all within one decade: show that decade
+  return {std::pow(10.0, lo), std::pow(10.0, hi)};
+}
+
 std::string render(const Chart& c) {
   const XRange xr = x_range(c);
-  const auto [y_top, y_step] = nice_axis(y_max(c) * 1.05);
+  std::vector<const Panel*> all_panels;
+  for (const auto& panel : c.panels) all_panels.push_back(&panel);
+  const YAxis shared_y = y_axis(all_panels, c.y_scale);
   const int n_panels = std::max<int>(1, static_cast<int>(c.panels.size()));
   const int width = kMarginLeft + n_panels * c.panel_width + (n_panels - 1) * kPanelGap + 30 + kLegendWidth;
   const int height = kMarginTop + c.panel_height + kMarginBottom;
@@ -168,14 +224,19 @@ std::string render(const Chart& c) {
     const Panel& panel = c.panels[pi];
     const double x0 = kMarginLeft + static_cast<double>(pi) * (pw + kPanelGap);
     const double y0 = kMarginTop;
+    const YAxis y_axis_here = c.y_per_panel ? y_axis({&panel}, c.y_scale) : shared_y;
     const auto sx = [&](double x) { return x0 + (std::log2(x) - xr.lo_log2) / (xr.hi_log2 - xr.lo_log2) * pw; };
-    const auto sy = [&](double y) { return y0 + ph - y / y_top * ph; };
+    const auto sy = [&](double y) { return y0 + ph - y_axis_here.fraction(y) * ph; };
 
     o << "<g class=\"panel\">\n";
     o << "<text x=\"" << num(x0 + pw / 2) << "\" y=\"" << num(y0 - 10) << "\" font-size=\"14\" text-anchor=\"middle\">"
       << escape_xml(panel.title) << "</text>\n";
     // Grid and y ticks.
-    for (double y = 0.0; y <= y_top + 1e-9; y += y_step) {
+    for (double y : y_axis_here.minor) {
+      o << "<line x1=\"" << num(x0) << "\" y1=\"" << num(sy(y)) << "\" x2=\"" << num(x0 + pw) << "\" y2=\""
+        << num(sy(y)) << "\" stroke=\"#f3f3f3\" stroke-width=\"1\"/>\n";
+    }
+    for (double y : y_axis_here.ticks) {
       o << "<line x1=\"" << num(x0) << "\" y1=\"" << num(sy(y)) << "\" x2=\"" << num(x0 + pw) << "\" y2=\""
         << num(sy(y)) << "\" stroke=\"#e5e5e5\" stroke-width=\"1\"/>\n";
       o << "<text x=\"" << num(x0 - 6) << "\" y=\"" << num(sy(y) + 4) << "\" font-size=\"11\" text-anchor=\"end\">"
@@ -193,10 +254,15 @@ std::string render(const Chart& c) {
       << "\" fill=\"none\" stroke=\"#333\" stroke-width=\"1\"/>\n";
     o << "<text x=\"" << num(x0 + pw / 2) << "\" y=\"" << num(y0 + ph + 38)
       << "\" font-size=\"12\" text-anchor=\"middle\">" << escape_xml(c.x_label) << "</text>\n";
-    if (pi == 0) {
+    if (pi == 0 && !c.y_per_panel) {
       o << "<text x=\"16\" y=\"" << num(y0 + ph / 2)
         << "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 16 " << num(y0 + ph / 2) << ")\">"
         << escape_xml(c.y_label) << "</text>\n";
+    } else if (c.y_per_panel) {
+      const double lx = x0 - (kMarginLeft - 16);  // where the first panel's label sits, moved along
+      o << "<text x=\"" << num(lx) << "\" y=\"" << num(y0 + ph / 2)
+        << "\" font-size=\"12\" text-anchor=\"middle\" transform=\"rotate(-90 " << num(lx) << " " << num(y0 + ph / 2)
+        << ")\">" << escape_xml(panel.y_label.empty() ? c.y_label : panel.y_label) << "</text>\n";
     }
 
     bool any = false;
@@ -211,9 +277,12 @@ std::string render(const Chart& c) {
         o << (k ? " " : "") << num(sx(pts[k].first)) << "," << num(sy(pts[k].second));
       }
       o << "\"><title>" << escape_xml(s.name) << "</title></polyline>\n";
-      for (const auto& [x, y] : pts) {
-        o << "<circle cx=\"" << num(sx(x)) << "\" cy=\"" << num(sy(y)) << "\" r=\"3\" fill=\"" << escape_xml(s.color)
-          << "\"><title>" << escape_xml(s.name) << ": N=" << tick_number(x) << ", " << num(y) << "</title></circle>\n";
+      if (s.markers) {  // a dot per measurement; a guide line has none
+        for (const auto& [x, y] : pts) {
+          o << "<circle cx=\"" << num(sx(x)) << "\" cy=\"" << num(sy(y)) << "\" r=\"3\" fill=\"" << escape_xml(s.color)
+            << "\"><title>" << escape_xml(s.name) << ": N=" << tick_number(x) << ", " << num(y)
+            << "</title></circle>\n";
+        }
       }
     }
     if (!any) {
@@ -239,4 +308,4 @@ std::string render(const Chart& c) {
   return o.str();
 }
 
-}  // namespace fa2::bench::svg
+}  // namespace fa2::svg
