@@ -32,10 +32,12 @@ ForwardResult<T> naive_attention_forward(TensorView<const T, 3> Q, TensorView<co
     require_arg(view.stride(2) == 1, name,
                 "the last axis must be contiguous (stride 1), got stride " + std::to_string(view.stride(2)));
   }
-  const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
-  const T s = static_cast<T>(scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
+  const auto [B, Nq, D] = Q.shape();  // (B, Nq, D)
+  const index_t Nk = K.shape()[1];     // keys
+  const index_t Dv = V.shape()[2];     // the width of a value row
+  const T s = detail::score_scale<T>(scale, D);
 
-  ForwardResult<T> out{Tensor<T, 3>({B, Nq, Dv}), Tensor<T, 2>({B, Nq})};
+  ForwardResult<T> result{Tensor<T, 3>(Extents<3>{B, Nq, Dv}), Tensor<T, 2>(Extents<2>{B, Nq})};
   RowMatrix<T> S(Nq, Nk);  // (Nq, Nk): reused for every batch element, so one lives at a time
   for (index_t b = 0; b < B; ++b) {
     const auto Q_b = batch_rows(Q, b);  // (Nq, D)
@@ -54,12 +56,12 @@ ForwardResult<T> naive_attention_forward(TensorView<const T, 3> Q, TensorView<co
     const Eigen::VectorX<T> m = S.rowwise().maxCoeff();  // (Nq), finite: every query sees key 0
     S = detail::exp_of(S.colwise() - m);                 // P, in place; std::exp keeps exp(-inf) = 0
     const Eigen::VectorX<T> l = S.rowwise().sum();       // (Nq)
-    Eigen::Map<RowMatrix<T>> O_b(out.O.view().data() + b * Nq * Dv, Nq, Dv);
+    Eigen::Map<RowMatrix<T>> O_b(result.O.view().data() + b * Nq * Dv, Nq, Dv);
     O_b.noalias() = S * V_b;  // (Nq, Dv), unnormalised
     O_b = O_b.array().colwise() / l.array();
-    for (index_t q = 0; q < Nq; ++q) out.L(b, q) = m(q) + std::log(l(q));
+    for (index_t q = 0; q < Nq; ++q) result.L(b, q) = m(q) + std::log(l(q));
   }
-  return out;
+  return result;
 }
 
 template ForwardResult<float> naive_attention_forward<float>(TensorView<const float, 3>, TensorView<const float, 3>,

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "common/check_arg.hpp"
@@ -48,6 +49,12 @@ template <class Derived>
 auto exp_of(const Eigen::MatrixBase<Derived>& x) {
   using A = typename Derived::Scalar;
   return x.unaryExpr([](A v) { return std::exp(v); });
+}
+
+// What Q K^T is multiplied by: the caller's scale, or 1/sqrt(D) (D the head dim), in type A.
+template <class A>
+A score_scale(const std::optional<double>& scale, index_t D) {
+  return static_cast<A>(scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
 }
 
 template <class T>

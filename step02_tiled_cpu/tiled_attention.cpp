@@ -27,7 +27,7 @@ ForwardResult<T> tiled_attention_forward(TensorView<const T, 3> Q, TensorView<co
   using A = accum_t<T>;
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
-  const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
+  const A scale = detail::score_scale<A>(options.scale, D);
 
   ForwardResult<T> out{Tensor<T, 3>({B, Nq, Dv}), Tensor<A, 2>({B, Nq})};
   for (index_t b = 0; b < B; ++b) {

@@ -98,7 +98,7 @@ BackwardResult<T> tiled_attention_backward(TensorView<const T, 3> Q, TensorView<
   using A = accum_t<T>;
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2), Nk = K.size(1), Dv = V.size(2);
   const index_t B_q = options.block_q, B_k = options.block_k;
-  const A scale = static_cast<A>(options.scale.value_or(1.0 / std::sqrt(static_cast<double>(D))));
+  const A scale = detail::score_scale<A>(options.scale, D);
 
   // Preprocessing, before any tile: D_i = rowsum(dO_i * O_i) for every query row.
   const Tensor<A, 2> D_rows = backward_preprocess_D<T>(O, dO);  // (B, Nq)

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "common/svg_plot.hpp"
+#include "step01_online_softmax/online_softmax.hpp"
 
 namespace fa2::bench::figures {
 namespace {
@@ -327,20 +328,20 @@ RowState online_softmax_row(const std::vector<float>& scores, const std::vector<
   constexpr float kLog2e = 1.4426950408889634f;
   const std::size_t n = scores.size(), step = static_cast<std::size_t>(tile);
   RowState st{-kInf, 0.0f, 0.0f};
+  // Step 5's kernel replaces a masked score by the finite sentinel -1e6; what it does with the
+  // row is step 1's online softmax, so that path runs step 1's own OnlineSoftmaxState (a tile
+  // at a time or a score at a time gives the same m, and l and O up to rounding).
+  fa2::online::OnlineSoftmaxState<float> sentinel_state;
   for (std::size_t k0 = 0; k0 < n; k0 += step) {
     const std::size_t k1 = std::min(n, k0 + step);
     if (style == MaskStyle::step05_sentinel) {
-      // flash_fwd_kernel.hpp: S = where(keep, S, -1e6); m_new = max(m, rowmax); P = exp(S - m_new).
-      float m_new = st.m;
-      for (std::size_t k = k0; k < k1; ++k) m_new = std::max(m_new, keep[k] ? scores[k] : -1.0e6f);
-      const float alpha = std::exp(st.m - m_new);
-      float l = 0.0f, o = 0.0f;
       for (std::size_t k = k0; k < k1; ++k) {
-        const float p = std::exp((keep[k] ? scores[k] : -1.0e6f) - m_new);
-        l += p;
-        o += p * values[k];
+        const float score = keep[k] ? scores[k] : -1.0e6f;
+        const float rescale = sentinel_state.update(score);
+        st.o = rescale * st.o + std::exp(score - sentinel_state.m) * values[k];
       }
-      st = {m_new, alpha * st.l + l, alpha * st.o + o};
+      st.m = sentinel_state.m;
+      st.l = sentinel_state.l;
     } else {
       // fa2_fast.cuh's online_softmax (log2 units; scale 1 here, so scale_log2 = log2 e).
       float row_max = -kInf;
