@@ -48,6 +48,15 @@ def parts_at(level: str) -> list[dict]:
     return [p for p in PARTS["parts"] if level in p["points"]]
 
 
+def check_parts_cover_every_region(level: str) -> None:
+    """Every region a student writes at this level belongs to a part, or its work would go ungraded."""
+    selected = {(r["file"], step) for p in parts_at(level) for r in p["regions"] for step in r["steps"]}
+    missing = [f"{rel}:{region.line} ({region.step})" for rel, region in kit.student_regions(ROOT, level)
+               if (rel, region.step) not in selected and not kit.is_markdown(rel)]
+    if missing:
+        raise GradeError(f"parts.json grades no part with these {level} regions: {', '.join(missing)}")
+
+
 def label_match(labels: list[str], rule: dict) -> bool:
     return all(x in labels for x in rule.get("all", [])) and not any(x in labels for x in rule.get("none", []))
 
@@ -280,6 +289,7 @@ def grade(submission_path: Path, out: Path, preset: str, jobs: int, write_manife
     prepare_output(out)
     manifest_info, regions, files = kit.read_submission(submission_path)
     level = manifest_info["level"]
+    check_parts_cover_every_region(level)
     for name, data in files.items():
         target = out / "submission" / name
         target.parent.mkdir(parents=True, exist_ok=True)
