@@ -1,5 +1,5 @@
 // The figures of step07's GUIDE.md (see figures.hpp): the host copies of the kernel's formulas,
-// a schematic pipeline schedule, the roofline's points, and a small SVG builder that draws them.
+// a schematic pipeline schedule and the roofline's points, drawn on common/svg_canvas.hpp.
 // Every coordinate is printed with one decimal, so the output is the same on every machine.
 #include "step07_benchmark/harness/figures.hpp"
 
@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/svg_canvas.hpp"
 #include "common/svg_plot.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
 
@@ -30,18 +31,11 @@ void check_range(const char* what, int value, int lo, int hi) {
   }
 }
 
-// ---- a minimal SVG builder ----------------------------------------------------------------------
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return std::string(buf) == "-0.0" ? "0.0" : buf;
-}
-
-std::string fixed(double v, int decimals) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+// ---- the SVG canvas (common/svg_canvas.hpp) and number formats ----------------------------------------
+using svg::attr;
+using svg::fixed;
+using svg::num;
+using Svg = svg::Canvas;
 
 // "2,032": thousands separated, for numbers a reader compares by eye.
 std::string grouped(double v) {
@@ -56,84 +50,6 @@ std::string grouped(double v) {
 }
 
 using svg::escape_xml;
-
-class Svg {
- public:
-  Svg(int width, int height, const std::string& title) {
-    o_ << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-    o_ << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-       << "\" viewBox=\"0 0 " << width << " " << height << "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
-    o_ << "<title>" << escape_xml(title) << "</title>\n";
-    o_ << "<rect x=\"0\" y=\"0\" width=\"" << width << "\" height=\"" << height << "\" fill=\"white\"/>\n";
-  }
-  // `attrs`: extra attributes, already escaped (e.g. data-* values the tests read back).
-  void rect(double x, double y, double w, double h, const std::string& fill, const std::string& stroke = "none",
-            double stroke_width = 0.0, const std::string& attrs = "") {
-    o_ << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\"" << num(w) << "\" height=\"" << num(h)
-       << "\" fill=\"" << fill << "\"";
-    if (stroke != "none") o_ << " stroke=\"" << stroke << "\" stroke-width=\"" << num(stroke_width) << "\"";
-    if (!attrs.empty()) o_ << " " << attrs;
-    o_ << "/>\n";
-  }
-  void line(double x1, double y1, double x2, double y2, const std::string& stroke, double width,
-            const std::string& attrs = "") {
-    o_ << "<line x1=\"" << num(x1) << "\" y1=\"" << num(y1) << "\" x2=\"" << num(x2) << "\" y2=\"" << num(y2)
-       << "\" stroke=\"" << stroke << "\" stroke-width=\"" << num(width) << "\"";
-    if (!attrs.empty()) o_ << " " << attrs;
-    o_ << "/>\n";
-  }
-  void text(double x, double y, const std::string& s, double size, const std::string& anchor = "start",
-            const std::string& attrs = "") {
-    o_ << "<text x=\"" << num(x) << "\" y=\"" << num(y) << "\" font-size=\"" << num(size) << "\"";
-    if (anchor != "start") o_ << " text-anchor=\"" << anchor << "\"";
-    if (!attrs.empty()) o_ << " " << attrs;
-    o_ << ">" << escape_xml(s) << "</text>\n";
-  }
-  void circle(double cx, double cy, double r, const std::string& fill, const std::string& stroke,
-              const std::string& attrs = "") {
-    o_ << "<circle cx=\"" << num(cx) << "\" cy=\"" << num(cy) << "\" r=\"" << num(r) << "\" fill=\"" << fill
-       << "\" stroke=\"" << stroke << "\" stroke-width=\"1.5\"";
-    if (!attrs.empty()) o_ << " " << attrs;
-    o_ << "/>\n";
-  }
-  void polyline(const std::vector<std::pair<double, double>>& pts, const std::string& stroke, double width,
-                const std::string& attrs = "") {
-    o_ << "<polyline fill=\"none\" stroke=\"" << stroke << "\" stroke-width=\"" << num(width) << "\" points=\"";
-    for (std::size_t i = 0; i < pts.size(); ++i) o_ << (i ? " " : "") << num(pts[i].first) << "," << num(pts[i].second);
-    o_ << "\"";
-    if (!attrs.empty()) o_ << " " << attrs;
-    o_ << "/>\n";
-  }
-  void open_group(const std::string& cls) { o_ << "<g class=\"" << escape_xml(cls) << "\">\n"; }
-  void close_group() { o_ << "</g>\n"; }
-  // The figure's heading: a title and up to two lines under it.
-  void heading(const std::string& title, const std::vector<std::string>& lines) {
-    text(20, 26, title, 17, "start", "font-weight=\"bold\"");
-    double y = 46;
-    for (const auto& l : lines) {
-      text(20, y, l, 12, "start", "fill=\"#444\"");
-      y += 17;
-    }
-  }
-  // Lines of explanation under a figure, from the left margin, `step` apart, the first at `y`.
-  void notes(double y, const std::vector<std::string>& lines, double size = 12, double step = 17) {
-    for (std::size_t i = 0; i < lines.size(); ++i) text(20, y + static_cast<double>(i) * step, lines[i], size);
-  }
-  std::string finish() {
-    o_ << "</svg>\n";
-    return o_.str();
-  }
-
- private:
-  std::ostringstream o_;
-};
-
-std::string attr(const std::string& name, const std::string& value) {
-  return name + "=\"" + escape_xml(value) + "\"";
-}
-std::string attr(const std::string& name, int value) {
-  return attr(name, std::to_string(value));
-}
 
 // Light fills that keep black text readable: one per register, chunk or stage.
 const std::array<const char*, 8> kLight = {"#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
