@@ -1,13 +1,18 @@
 // Step 2 demo: follows one query row through the key tiles of the tiled forward (m, l and
-// the rescale factor alpha per tile), then prints the max error against the reference.
-//   cmake --build --preset default --target step02_demo && build/default/step02_tiled_cpu/step02_demo
+// the rescale factor alpha per tile), then prints the max error against the reference;
+// --trace=FILE also writes every (query tile, key tile) step as JSON for the trace viewer.
+//   cmake --build --preset default --target step02_demo && build/default/step02_tiled_cpu/step02_demo [--trace=FILE]
 #include <cmath>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "common/cli.hpp"
 #include "common/compare.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/trace.hpp"
+#include "common/trace_json.hpp"
 #include "step02_tiled_cpu/tiled_attention.hpp"
 
 namespace {
@@ -46,7 +51,50 @@ void print_errors(const fa2::Tensor<double, 3>& Q, const fa2::Tensor<double, 3>&
               L.max_abs_error);
 }
 
-int demo() {
+// The whole tiled loop of batch element 0 as a trace (common/trace_json.hpp): per (query tile, key
+// tile) step, which scores count, then m, l and alpha of every row of the query tile.
+void write_trace(const std::string& file, const fa2::Tensor<double, 3>& Q, const fa2::Tensor<double, 3>& K,
+                 const fa2::Tensor<double, 3>& V, const fa2::tiled::TileOptions& options) {
+  fa2::trace::Document doc;
+  const auto record = [&](const fa2::tiled::KeyTileStep<double>& step) {
+    if (step.batch != 0) return;
+    fa2::trace::KeyTile tile{step.batch, step.q_start, step.k_start, step.S_ij.rows(), step.S_ij.cols(), {}};
+    for (index_t r = 0; r < step.S_ij.rows(); ++r) {
+      std::string row;
+      for (index_t c = 0; c < step.S_ij.cols(); ++c) row += std::isinf(step.S_ij(r, c)) ? '0' : '1';
+      tile.mask.push_back(row);
+    }
+    doc.events.emplace_back(std::move(tile));
+    const auto values = [](const Eigen::VectorX<double>& v) { return std::vector<double>(v.begin(), v.end()); };
+    doc.events.emplace_back(fa2::trace::RowState{step.k_start / options.block_k, step.q_start, values(step.m_new),
+                                                 values(step.l_new), values(step.alpha)});
+  };
+  fa2::tiled::tiled_attention_forward<double>(Q.cview(), K.cview(), V.cview(), options, record);
+
+  const index_t Nq = Q.size(1), Nk = K.size(1);
+  doc.title = std::string("step 2's tiled forward on the CPU: (1, 20, 37, 8) float64, ") +
+              (options.causal ? "causal" : "non-causal");
+  doc.source = std::string("step02_demo --trace") + (options.causal ? " --trace-causal" : "");
+  doc.view = "attention";
+  doc.problem = {{"batch", Q.size(0)},        {"n_queries", Nq},          {"n_keys", Nk},
+                 {"head_dim", Q.size(2)},     {"causal", options.causal}, {"dtype", std::string("float64")},
+                 {"seed", std::int64_t{2024}}};
+  doc.tiles = {{"q_tile", options.block_q},
+               {"k_tile", options.block_k},
+               {"n_query_tiles", fa2::cdiv(Nq, options.block_q)},
+               {"n_key_tiles", fa2::cdiv(Nk, options.block_k)}};
+  doc.program = {{"batch", std::int64_t{0}}};  // no query_tile: the outer loop visits them all, one after another
+  doc.notes = {"The outer loop walks the query tiles one after another; on a GPU each is its own program (step 5).",
+               "The last tiles are shorter, not padded: 20 queries in tiles of 8, 37 keys in tiles of 16."};
+  if (options.causal) {
+    doc.notes.emplace_back("Causal: the key loop stops after the tile's last query; scores of later keys are -inf.");
+  }
+  fa2::cli::write_file(file, fa2::trace::to_json(doc));
+  std::printf("\nwrote %s: %zu events (open common/viewer/trace_viewer.html and load it)\n", file.c_str(),
+              doc.events.size());
+}
+
+int demo(const std::string& trace_file, bool trace_causal) {
   fa2::Rng rng(2024);  // fixed, so that the README shows the same numbers
   const index_t B = 1, Nq = 20, Nk = 37, D = 8;
   const auto Q = fa2::random_normal<double, 3>({B, Nq, D}, rng);
@@ -79,14 +127,28 @@ int demo() {
     print_errors<fa2::bf16>(Q, K, V, is_causal);
   }
   std::printf("(bfloat16 tiles are computed in float32; O is rounded to bfloat16 once, at the end.)\n");
+  if (!trace_file.empty()) {
+    auto traced = options;
+    traced.causal = trace_causal;
+    write_trace(trace_file, Q, K, V, traced);
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string trace_file;
+  bool trace_causal = false;
   fa2::cli::Parser cli("step02_demo",
                        "Step 2: follows one query row through the key tiles of the tiled forward (m, l and the\n"
-                       "rescale factor alpha per tile), then prints the max error against the float64 reference.");
-  return cli.run(argc, argv, demo);
+                       "rescale factor alpha per tile), then prints the max error against the float64 reference.\n"
+                       "With --trace it also writes every (query tile, key tile) step of the same problem as JSON,\n"
+                       "with m, l and alpha of each row, for the trace viewer (common/viewer/trace_viewer.html).");
+  cli.text("--trace", trace_file, "FILE", "write the tiled loop's trace to FILE (JSON)")
+      .flag("--trace-causal", trace_causal, "trace the causal forward (default non-causal)");
+  return cli.run(argc, argv, [&] {
+    if (trace_causal && trace_file.empty()) throw fa2::cli::UsageError("--trace-causal", "needs --trace=FILE");
+    return demo(trace_file, trace_causal);
+  });
 }

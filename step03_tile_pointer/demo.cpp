@@ -1,5 +1,6 @@
 // Step 3 demo: one tile pointer drawn in the terminal. The tensor grid with the tile over it,
-// then the tile's addresses, its mask and the values load() returns, for any size and position.
+// then the tile's addresses, its mask and the values load() returns, for any size and position;
+// --trace=FILE records the program's whole walk (a copy of its rows of x into y) for the viewer.
 //   build/default/step03_tile_pointer/step03_demo            (the article's worked example)
 //   build/default/step03_tile_pointer/step03_demo --rows 7 --cols 12 --tile-rows 4 --tile-cols 8 --program 1 --step 1
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "common/cli.hpp"
+#include "common/trace.hpp"
+#include "common/trace_json.hpp"
 #include "step03_tile_pointer/load_store.hpp"
 #include "step03_tile_pointer/program.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
@@ -60,6 +63,10 @@ void check_program_and_step(const Options& o) {
 std::string cell(const std::string& text, int width, char open = ' ', char close = ' ') {
   std::string s(static_cast<std::size_t>(std::max(0, width - static_cast<int>(text.size()))), ' ');
   return open + s + text + close;
+}
+
+const char* padding_name(fa2::Padding pad) {
+  return pad == fa2::Padding::zero ? "zero" : (pad == fa2::Padding::nan ? "nan" : "none");
 }
 
 std::string number(double v) {
@@ -121,7 +128,7 @@ void draw(const Options& o) {
   const fa2::HostProgram prog(fa2::Coord<3>{o.program, 0, 0}, nullptr, 0);
   auto tile = fa2::Frag<float, fa2::RowLayoutFor<fa2::HostProgram, R, C>>::filled(-1.0f);
   fa2::load(prog, x_ptr, tile, fa2::boundary_check<0, 1>, o.padding);
-  const char* pad_name = o.padding == fa2::Padding::zero ? "zero" : (o.padding == fa2::Padding::nan ? "nan" : "none");
+  const char* pad_name = padding_name(o.padding);
   const int aw = std::max(width, static_cast<int>(std::to_string(x_ptr.element_offset({R - 1, C - 1})).size()));
   const int vw = std::max(width, o.padding == fa2::Padding::nan ? 3 : 1);
   std::vector<std::string> a{"A. addresses (x + k)"}, b{"B. mask"}, v{std::string("C. load, Padding::") + pad_name};
@@ -160,19 +167,74 @@ void draw(const Options& o) {
   if (o.padding == fa2::Padding::none) std::printf("? = Padding::none left the destination as it was.\n");
 }
 
+// --trace: the program's whole loop as a copy kernel, recorded by its HostProgram (load_store.hpp
+// notes each load and store): at every step the tile of x is loaded into registers and stored
+// into y at the same place, then both pointers advance by C columns.
+template <int R, int C>
+void record(const Options& o, const std::string& file) {
+  const index_t N = o.rows, D = o.cols;
+  const index_t stride_row = o.col_major ? 1 : D, stride_col = o.col_major ? N : 1;
+  std::vector<float> x(static_cast<std::size_t>(N * D)), y(x.size(), 0.0f);
+  for (std::size_t k = 0; k < x.size(); ++k) x[k] = static_cast<float>(k);
+  fa2::trace::Recorder recorder;
+  recorder.name_memory(x.data(), x.size() * sizeof(float), "x");
+  recorder.name_memory(y.data(), y.size() * sizeof(float), "y");
+  const int steps = fa2::cdiv(o.cols, C);
+  {
+    const fa2::trace::Recording on(recorder, {o.program, 0, 0});
+    const fa2::HostProgram prog(fa2::Coord<3>{o.program, 0, 0}, nullptr, 0);
+    const index_t row0 = static_cast<index_t>(o.program) * R;
+    auto x_ptr = fa2::make_tile_ptr<fa2::Block<R, C>>(x.data(), {N, D}, {stride_row, stride_col}, {row0, 0});
+    auto y_ptr = fa2::make_tile_ptr<fa2::Block<R, C>>(y.data(), {N, D}, {stride_row, stride_col}, {row0, 0});
+    for (int step = 0; step < steps; ++step) {
+      auto tile = fa2::Frag<float, fa2::RowLayoutFor<fa2::HostProgram, R, C>>::filled(-1.0f);
+      fa2::load(prog, x_ptr, tile, fa2::boundary_check<0, 1>, o.padding);
+      fa2::store(prog, y_ptr, tile, fa2::boundary_check<0, 1>);
+      x_ptr = x_ptr.advance({0, C});
+      y_ptr = y_ptr.advance({0, C});
+    }
+  }
+  fa2::trace::Document doc;
+  doc.title = "step 3's tile pointer: program " + std::to_string(o.program) + " copies its rows of a " +
+              std::to_string(o.rows) + " x " + std::to_string(o.cols) + " tensor, " + std::to_string(R) + " x " +
+              std::to_string(C) + " tiles";
+  doc.source = "step03_demo --rows=" + std::to_string(o.rows) + " --cols=" + std::to_string(o.cols) +
+               " --tile-rows=" + std::to_string(R) + " --tile-cols=" + std::to_string(C) +
+               " --program=" + std::to_string(o.program) + " --layout=" + (o.col_major ? "col-major" : "row-major") +
+               " --padding=" + padding_name(o.padding) + " --trace";
+  doc.view = "tensor";
+  doc.problem = {{"rows", N},
+                 {"cols", D},
+                 {"layout", std::string(o.col_major ? "col-major" : "row-major")},
+                 {"padding", std::string(padding_name(o.padding))}};
+  doc.tiles = {{"tile_rows", std::int64_t{R}}, {"tile_cols", std::int64_t{C}}};
+  doc.program = {{"program", std::int64_t{o.program}}, {"steps", std::int64_t{steps}}};
+  doc.notes = {
+      "Memory slot k of x holds the value k. Each step loads one tile of x into registers and stores it into y.",
+      "Masked cells (past the edge of x) are never read: the load pads them, the store skips them."};
+  doc.events = std::move(recorder.events());
+  fa2::cli::write_file(file, fa2::trace::to_json(doc));
+  std::printf("\nwrote %s: %zu events (open common/viewer/trace_viewer.html and load it)\n", file.c_str(),
+              doc.events.size());
+}
+
 // Tile sizes are template arguments, so a run-time choice picks one of the compiled versions.
 template <int R, int C>
-void dispatch_cols(const Options& o) {
+void dispatch_cols(const Options& o, const std::string& trace_file) {
   if constexpr (C <= max_tile) {
-    if (o.tile_cols == C) return draw<R, C>(o);
-    dispatch_cols<R, C * 2>(o);
+    if (o.tile_cols == C) {
+      draw<R, C>(o);
+      if (!trace_file.empty()) record<R, C>(o, trace_file);
+      return;
+    }
+    dispatch_cols<R, C * 2>(o, trace_file);
   }
 }
 template <int R>
-void dispatch_rows(const Options& o) {
+void dispatch_rows(const Options& o, const std::string& trace_file) {
   if constexpr (R <= max_tile) {
-    if (o.tile_rows == R) return dispatch_cols<R, 1>(o);
-    dispatch_rows<R * 2>(o);
+    if (o.tile_rows == R) return dispatch_cols<R, 1>(o, trace_file);
+    dispatch_rows<R * 2>(o, trace_file);
   }
 }
 
@@ -180,6 +242,7 @@ void dispatch_rows(const Options& o) {
 
 int main(int argc, char** argv) {
   Options o;
+  std::string trace_file;
   fa2::cli::Parser cli("step03_demo",
                        "Step 3: one tile pointer drawn in the terminal. The tensor grid with the tile over it, then\n"
                        "the tile's addresses, its mask and the values load() returns, for any size and position.\n"
@@ -196,10 +259,13 @@ int main(int argc, char** argv) {
               "row-major: strides (D, 1); col-major: strides (1, N)")
       .choice("--padding", o.padding,
               {{"zero", fa2::Padding::zero}, {"nan", fa2::Padding::nan}, {"none", fa2::Padding::none}},
-              "what load() puts in masked cells");
+              "what load() puts in masked cells")
+      .text("--trace", trace_file, "FILE",
+            "also record the program's whole walk over x (each tile loaded, then stored into y) as JSON\n"
+            "for the trace viewer (common/viewer/trace_viewer.html)");
   return cli.run(argc, argv, [&] {
     check_program_and_step(o);
-    dispatch_rows<1>(o);
+    dispatch_rows<1>(o, trace_file);
     return 0;
   });
 }

@@ -11,13 +11,23 @@
 // destination gets there: zero, NaN, or (Padding::none) nothing at all. Axes that are not
 // checked are trusted: a tile that hangs over them reads or writes out of bounds, exactly
 // as in Triton, which is why step03's tests show that mistake on a guarded buffer.
+//
+//   note_state(prog, j, m_i, l_i, alpha);   the running softmax state after key tile j, for the
+//       trace viewer (common/viewer/): one line in a kernel's key loop, nothing on the GPU
+//
+// A host program that carries a trace recorder (common/trace.hpp) also notes every load and
+// store here, with its tile pointer and mask; the others pay one null test per call.
 #pragma once
 
 #include <cstring>
 #include <limits>
+#include <string>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "common/bf16.hpp"
+#include "common/trace.hpp"
 #include "step03_tile_pointer/tile.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
 
@@ -55,6 +65,58 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE void note_shared_read(const Program& prog, int 
   }
 }
 
+// The trace recorder (common/trace.hpp), host only: what a load or store of `ptr` touched.
+// The mask is computed here, from the same in_bounds() the copy uses, only when recording.
+template <class T, class BS, class Ord, auto... Axes>
+void record_access(trace::Recorder& recorder, const TilePtr<T, BS, Ord>& ptr, BoundaryCheck<Axes...> check,
+                   bool is_load, const char* place, Padding pad) {
+  constexpr int rank = BS::rank;
+  trace::TileAccess a;
+  a.is_load = is_load;
+  a.tensor = recorder.name_of(ptr.base());
+  a.place = place;
+  for (int axis = 0; axis < rank; ++axis) {
+    a.shape.push_back(ptr.shape()[axis]);
+    a.strides.push_back(ptr.strides()[axis]);
+    a.offsets.push_back(ptr.offsets()[axis]);
+    a.block.push_back(BS::dim(axis));
+    if (BoundaryCheck<Axes...>::checks(axis)) a.checked.push_back(axis);
+  }
+  if (is_load) a.padding = pad == Padding::zero ? "zero" : (pad == Padding::nan ? "nan" : "none");
+  // Row-major over the block (the last axis fastest), whatever the tensor's order: one string per row.
+  for (int e = 0; e < BS::numel; ++e) {
+    Coord<rank> idx;
+    for (int axis = rank - 1, rest = e; axis >= 0; --axis) {
+      idx[axis] = rest % BS::dim(axis);
+      rest /= BS::dim(axis);
+    }
+    if (idx[rank - 1] == 0) a.mask.emplace_back();
+    a.mask.back() += ptr.in_bounds(idx, check) ? '1' : '0';
+  }
+  recorder.add(std::move(a));
+}
+
+// A RowVec's values in row order (on the host one thread owns every row).
+template <class U, class L>
+std::vector<double> row_values(const RowVec<U, L>& v) {
+  std::vector<double> out(static_cast<std::size_t>(L::rows));
+  for (int i = 0; i < L::rows_per_thread; ++i) {
+    if (L::owns(0, i)) out[static_cast<std::size_t>(L::row(0, i))] = static_cast<double>(v.v[i]);
+  }
+  return out;
+}
+
+template <class Program, class T, class BS, class Ord, auto... Axes>
+FA2_HOST_DEVICE FA2_FORCE_INLINE void note_access(const Program& prog, const TilePtr<T, BS, Ord>& ptr,
+                                                  BoundaryCheck<Axes...> check, bool is_load, const char* place,
+                                                  Padding pad) {
+  if constexpr (requires { prog.recorder(); }) {
+    if (prog.recorder() != nullptr) record_access(*prog.recorder(), ptr, check, is_load, place, pad);
+  } else {
+    (void)prog, (void)ptr, (void)check, (void)is_load, (void)place, (void)pad;
+  }
+}
+
 // 16-byte copies along the contiguous axis, when the layout allows them: the last tile axis
 // is the tensor's contiguous one (stride 1) and the address is 16-byte aligned.
 template <class T>
@@ -72,6 +134,7 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, T
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, rank>,
                 "boundary_check axes must be distinct and smaller than the tile's rank");
   static_assert(std::is_same_v<std::remove_const_t<T>, U>, "a tile holds the element type of the tensor it loads");
+  detail::note_access(prog, ptr, check, true, "shared", pad);
   constexpr int last = rank - 1;
   constexpr int VEC = 16 / static_cast<int>(sizeof(U));
   // The vector path: the tensor's fastest axis is the tile's last (row-major storage), it
@@ -124,6 +187,7 @@ FA2_HOST_DEVICE void store(const Program& prog, const TilePtr<T, BS, Ord>& ptr, 
   static_assert(!std::is_const_v<T>, "cannot store through a tile pointer to const elements");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, BS::rank>,
                 "boundary_check axes must be distinct and smaller than the tile's rank");
+  detail::note_access(prog, ptr, check, false, "shared", Padding::none);
   for (int e = prog.thread_rank(); e < BS::numel; e += Program::num_threads) {
     const Coord<BS::rank> idx = unravel<BS, Ord>(e);
     detail::note_shared_read(prog, e, tile, &tile(idx));
@@ -140,6 +204,7 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, F
                 "the register tile's layout must have the tile pointer's block shape");
   static_assert(L::num_threads == Program::num_threads, "the register tile's layout was made for another thread count");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, 2>, "boundary_check axes must be 0 and/or 1, each once");
+  detail::note_access(prog, ptr, check, true, "registers", pad);
   const int rank = prog.thread_rank();
   for (int i = 0; i < L::rows_per_thread; ++i) {
     if (!L::owns(rank, i)) continue;
@@ -163,6 +228,7 @@ FA2_HOST_DEVICE void store(const Program& prog, const TilePtr<T, BS, Ord>& ptr, 
                 "the register tile's layout must have the tile pointer's block shape");
   static_assert(L::num_threads == Program::num_threads, "the register tile's layout was made for another thread count");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, 2>, "boundary_check axes must be 0 and/or 1, each once");
+  detail::note_access(prog, ptr, check, false, "registers", Padding::none);
   const int rank = prog.thread_rank();
   for (int i = 0; i < L::rows_per_thread; ++i) {
     if (!L::owns(rank, i)) continue;
@@ -179,6 +245,7 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, R
                           BoundaryCheck<Axes...> check, Padding pad) {
   static_assert(BS::rank == 1 && BS::dim(0) == L::rows, "a RowVec loads a 1-D tile of the layout's row count");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, 1>, "a 1-D tile has only axis 0 to check");
+  detail::note_access(prog, ptr, check, true, "registers", pad);
   const int rank = prog.thread_rank();
   for (int i = 0; i < L::rows_per_thread; ++i) {
     if (!L::owns(rank, i)) continue;
@@ -196,6 +263,7 @@ FA2_HOST_DEVICE void load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, C
                           BoundaryCheck<Axes...> check, Padding pad) {
   static_assert(BS::rank == 1 && BS::dim(0) == L::cols, "a ColVec loads a 1-D tile of the layout's column count");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, 1>, "a 1-D tile has only axis 0 to check");
+  detail::note_access(prog, ptr, check, true, "registers", pad);
   const int rank = prog.thread_rank();
   for (int j = 0; j < L::cols_per_thread; ++j) {
     const Coord<1> idx{L::col(rank, j)};
@@ -214,6 +282,7 @@ FA2_HOST_DEVICE void store(const Program& prog, const TilePtr<T, BS, Ord>& ptr, 
   static_assert(!std::is_const_v<T>, "cannot store through a tile pointer to const elements");
   static_assert(BS::rank == 1 && BS::dim(0) == L::rows, "a RowVec stores a 1-D tile of the layout's row count");
   static_assert(detail::check_ok<BoundaryCheck<Axes...>, 1>, "a 1-D tile has only axis 0 to check");
+  detail::note_access(prog, ptr, check, false, "registers", Padding::none);
   const int rank = prog.thread_rank();
   if (rank % L::threads_per_row != 0) return;
   for (int i = 0; i < L::rows_per_thread; ++i) {
@@ -231,6 +300,23 @@ FA2_HOST_DEVICE auto load(const Program& prog, const TilePtr<T, BS, Ord>& ptr, B
   Frag<std::remove_const_t<T>, RowLayoutFor<Program, BS::dim(0), BS::dim(1)>> frag;
   load(prog, ptr, frag, check, pad);
   return frag;
+}
+
+// ---- the running state, for the trace viewer ---------------------------------------------------
+// note_state(prog, j, m_i, l_i, alpha): the state of the program's query tile after key tile j
+// (alpha: the factor this tile rescaled the old l_i and O_acc by). On the GPU, and on the host
+// unless a trace::Recording asked for this program, it does nothing.
+template <class Program, class U, class L>
+FA2_HOST_DEVICE FA2_FORCE_INLINE void note_state(const Program& prog, index_t key_tile, const RowVec<U, L>& m_i,
+                                                 const RowVec<U, L>& l_i, const RowVec<U, L>& alpha) {
+  if constexpr (requires { prog.recorder(); }) {
+    if (prog.recorder() != nullptr) {
+      prog.recorder()->add(
+          trace::RowState{key_tile, 0, detail::row_values(m_i), detail::row_values(l_i), detail::row_values(alpha)});
+    }
+  } else {
+    (void)prog, (void)key_tile, (void)m_i, (void)l_i, (void)alpha;
+  }
 }
 
 }  // namespace fa2

@@ -15,7 +15,9 @@
 //
 // The host also checks what compute-sanitizer's racecheck checks on the GPU: shared memory
 // used without a barrier between the thread that writes an element and another thread that
-// reads or overwrites it (SharedMemoryChecker below).
+// reads or overwrites it (SharedMemoryChecker below). And a host program may carry a trace
+// recorder (common/trace.hpp): then its loads, stores and running state are noted for the trace
+// viewer (load_store.hpp), which is how the viewer watches a kernel run.
 #pragma once
 
 #include <concepts>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "common/bf16.hpp"
+#include "common/trace.hpp"
 #include "step03_tile_pointer/tile_pointer.hpp"
 
 namespace fa2 {
@@ -166,9 +169,14 @@ class HostProgram {
   static constexpr bool on_device = false;
 
   // `checker` (optional) watches the shared memory for races; run_on_host always gives one.
+  // The trace recorder is the one a live trace::Recording asked for this program id, if any.
   HostProgram(const Coord<3>& pid, std::byte* shared_memory, std::size_t shared_bytes,
               SharedMemoryChecker* checker = nullptr)
-      : pid_(pid), shared_(shared_memory), shared_bytes_(shared_bytes), checker_(checker) {}
+      : pid_(pid),
+        shared_(shared_memory),
+        shared_bytes_(shared_bytes),
+        checker_(checker),
+        recorder_(trace::Recording::recorder_for({pid[0], pid[1], pid[2]})) {}
 
   int program_id(int axis) const { return static_cast<int>(pid_[axis]); }
   int thread_rank() const { return 0; }
@@ -202,11 +210,16 @@ class HostProgram {
     if (checker_ != nullptr) checker_->write(thread, tile, element);
   }
 
+  // Where load, store and note_state (load_store.hpp) note what this program does for the trace
+  // viewer; nullptr unless a trace::Recording asked for this program.
+  trace::Recorder* recorder() const { return recorder_; }
+
  private:
   Coord<3> pid_;
   std::byte* shared_;
   std::size_t shared_bytes_;
   SharedMemoryChecker* checker_;
+  trace::Recorder* recorder_;
 };
 
 static_assert(ProgramLike<HostProgram>);

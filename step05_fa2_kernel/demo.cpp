@@ -1,17 +1,21 @@
 // Step 5 demo: runs the FlashAttention-2 kernel on one problem, on the GPU when there is one
 // (the host interpreter otherwise), and prints its error against the float64 reference and
-// its time.   build/default/step05_fa2_kernel/step05_demo [--host]
+// its time; --trace records one program of the host path for the trace viewer (common/viewer/).
+//   build/default/step05_fa2_kernel/step05_demo [--host] [--trace=FILE [--trace-program=Q,B] [--trace-causal]]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/cli.hpp"
 #include "common/compare.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/trace_json.hpp"
 #include "step05_fa2_kernel/flash_fwd.hpp"
+#include "step05_fa2_kernel/flash_fwd_trace.hpp"
 
 #if FA2_HAS_CUDA
 #include "common/cuda/device_buffer.hpp"
@@ -106,13 +110,61 @@ int demo(bool force_host) {
   return 0;
 }
 
+// --trace: one program of the host path on the article's (2, 100, 100, 64), float32, seed 2024.
+struct TraceRequest {
+  std::string file;
+  fa2::TracedProblem problem;
+  fa2::TracedProgram program;
+};
+
+void write_trace(const TraceRequest& t) {
+  std::string source = "step05_demo --trace";
+  if (t.program.query_tile >= 0) {
+    source += " --trace-program=" + std::to_string(t.program.query_tile) + "," + std::to_string(t.program.batch);
+  }
+  if (t.problem.causal) source += " --trace-causal";
+  const auto doc = fa2::trace_flash_program(&fa2::flash_fwd_host, t.problem, t.program, "step 5's kernel", source);
+  fa2::cli::write_file(t.file, fa2::trace::to_json(doc));
+  std::printf("\nRecorded %s: %zu events.\nwrote %s (open common/viewer/trace_viewer.html and load it)\n",
+              doc.title.c_str(), doc.events.size(), t.file.c_str());
+}
+
+// "Q,B": the query tile and the batch element of the program to record, inside the trace's grid.
+fa2::cli::Parser::Apply program_of(fa2::TracedProgram& program, const fa2::TracedProblem& problem) {
+  return [&program, &problem](std::string_view flag, const std::string& text) {
+    const auto parts = fa2::cli::split_list(text);
+    if (parts.size() != 2) throw fa2::cli::UsageError(std::string(flag), "got '" + text + "', expected Q,B");
+    const index_t tiles = fa2::traced_query_tiles(problem);
+    program.query_tile = fa2::cli::parse_integer<index_t>(std::string(flag) + " (query tile)", parts[0], 0, tiles - 1);
+    program.batch = fa2::cli::parse_integer<index_t>(std::string(flag) + " (batch)", parts[1], 0, problem.batch - 1);
+  };
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool force_host = false;
-  fa2::cli::Parser cli("step05_demo",
-                       "Step 5: runs the FlashAttention-2 kernel on one problem, on the GPU when there is one (the\n"
-                       "host interpreter otherwise), and prints its error against the float64 reference and its time.");
-  cli.flag("--host", force_host, "run only the host interpreter, even when there is a GPU");
-  return cli.run(argc, argv, [&] { return demo(force_host); });
+  TraceRequest trace;
+  fa2::cli::Parser cli(
+      "step05_demo",
+      "Step 5: runs the FlashAttention-2 kernel on one problem, on the GPU when there is one (the\n"
+      "host interpreter otherwise), and prints its error against the float64 reference and its time.\n"
+      "With --trace it then records one program of the host path on the article's (2, 100, 100, 64),\n"
+      "float32 (seed 2024): every load and store with its tile and mask, and m_i, l_i and alpha after\n"
+      "each key tile, as JSON for the trace viewer (common/viewer/trace_viewer.html).");
+  cli.flag("--host", force_host, "run only the host interpreter, even when there is a GPU")
+      .text("--trace", trace.file, "FILE", "write the trace of one program to FILE (JSON)")
+      .custom("--trace-program", "Q,B",
+              "the program to record: query tile Q (0..6) of batch element B (0..1); default the last query\n"
+              "tile of batch 0",
+              program_of(trace.program, trace.problem))
+      .flag("--trace-causal", trace.problem.causal, "record the causal kernel (default non-causal)");
+  return cli.run(argc, argv, [&] {
+    if (trace.file.empty() && (cli.given("--trace-program") || cli.given("--trace-causal"))) {
+      throw fa2::cli::UsageError("--trace-program and --trace-causal need --trace=FILE");
+    }
+    const int status = demo(force_host);
+    if (!trace.file.empty()) write_trace(trace);
+    return status;
+  });
 }

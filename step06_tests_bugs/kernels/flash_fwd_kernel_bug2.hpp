@@ -120,6 +120,7 @@ struct FlashFwdKernel {
       K_ptr = K_ptr.advance({K_TILE, 0});
       V_ptr = V_ptr.advance({K_TILE, 0});
       // END SOLUTION step05
+      note_state(prog, j, m_i, l_i, alpha);  // for the host's trace viewer; nothing on the GPU
     }
 
     // Normalise once, store O in the input dtype and L = m + log(l) in float32; rows past
