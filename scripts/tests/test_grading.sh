@@ -8,8 +8,10 @@
 # and the leak check:
 #   4. a copy of this repository with one solution region pasted into a README as text: the kit
 #      generator refuses it, naming the file;
+# and the other two levels:
+#   5. guided and full kits, solved and unsolved: full marks and zero on every part;
 # and Gradescope's side:
-#   5. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
+#   6. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
 #      run on the solved submission: results.json with full marks.
 #   scripts/tests/test_grading.sh <work dir>
 # Ends with one line per check ("grading: PASS ..."); exits non-zero when any fails.
@@ -115,7 +117,24 @@ else
 fi
 grep 'README.md' "$work/leak.log" | head -n 2
 
-echo "== 5. Gradescope: the autograder zip and its run_autograder"
+echo "== 5. the guided and full kits, solved and unsolved"
+for level in guided full; do
+  rm -rf -- "$work/kit-$level" "$work/kit-$level-solved" "$work/$level"-*.tar.gz
+  "$root/scripts/make_starter_kit.sh" --level "$level" "$work/kit-$level" > /dev/null
+  "$root/scripts/make_starter_kit.sh" --level "$level" "$work/kit-$level-solved" > /dev/null
+  "$root/scripts/restore_solutions.sh" "$work/kit-$level-solved" > /dev/null
+  (cd "$work/kit-$level" && scripts/make_submission.sh --code-only "$work/$level-unsolved.tar.gz")
+  (cd "$work/kit-$level-solved" && scripts/make_submission.sh --code-only "$work/$level-solved.tar.gz")
+  "$root/scripts/grade.sh" "$work/$level-solved.tar.gz" "$work/grade-$level-solved" > "$work/grade-$level-solved.log" 2>&1
+  "$root/scripts/grade.sh" "$work/$level-unsolved.tar.gz" "$work/grade-$level-unsolved" > "$work/grade-$level-unsolved.log" 2>&1
+  tail -n 1 "$work/grade-$level-solved.log" "$work/grade-$level-unsolved.log"
+  level_full() { parts "$work/grade-$level-solved" 'p["passed"] == p["tests"] > 0 and abs(p["score"] - p["max_score"]) < 1e-6'; }
+  level_zero() { parts "$work/grade-$level-unsolved" 'p["passed"] == 0 and p["score"] == 0'; }
+  check "$level kit: solved $(score_of "$work/grade-$level-solved/results.json" 2> /dev/null) / 60, every part full" level_full
+  check "$level kit: unsolved $(score_of "$work/grade-$level-unsolved/results.json" 2> /dev/null) / 60, every part 0" level_zero
+done
+
+echo "== 6. Gradescope: the autograder zip and its run_autograder"
 fake="$work/gradescope"
 rm -rf -- "$fake" "$work/autograder.zip"
 mkdir -p "$fake/source" "$fake/submission"
