@@ -2,7 +2,8 @@
 // and its SVG; run_figures_program is the program's main(), which writes them into a directory.
 // cmake/Fa2Figures.cmake builds each program, checks its output against the committed figures
 // (ctest -L figures) and regenerates them all (scripts/make_figures.sh).
-//   int main(int argc, char** argv) { return fa2::figures::run_figures_program(argc, argv, "step01_figures", "...", all); }
+//   int main(int argc, char** argv) { return fa2::figures::run_figures_program(argc, argv, "step01_figures", "...",
+//   all); }
 #pragma once
 
 #include <functional>

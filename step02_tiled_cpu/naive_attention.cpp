@@ -33,8 +33,8 @@ ForwardResult<T> naive_attention_forward(TensorView<const T, 3> Q, TensorView<co
                 "the last axis must be contiguous (stride 1), got stride " + std::to_string(view.stride(2)));
   }
   const auto [B, Nq, D] = Q.shape();  // (B, Nq, D)
-  const index_t Nk = K.shape()[1];     // keys
-  const index_t Dv = V.shape()[2];     // the width of a value row
+  const index_t Nk = K.shape()[1];    // keys
+  const index_t Dv = V.shape()[2];    // the width of a value row
   const T s = detail::score_scale<T>(scale, D);
 
   ForwardResult<T> result{Tensor<T, 3>(Extents<3>{B, Nq, Dv}), Tensor<T, 2>(Extents<2>{B, Nq})};

@@ -1,6 +1,7 @@
 // Tests of step 2's backward: dQ, dK and dV against common's float64 reference backward over
 // ragged shapes, tile sizes, Nq != Nk and both causal settings, with O and L from the float64
-// reference forward (so that a bug in the tiled forward cannot fail these tests); then what the trace shows (P from L, D_i), strided inputs and the argument checks.
+// reference forward (so that a bug in the tiled forward cannot fail these tests); then what the trace shows (P from L,
+// D_i), strided inputs and the argument checks.
 //   cmake --build --preset default --target step02_backward_tests && ctest --preset default -L step02
 #include <algorithm>
 #include <array>

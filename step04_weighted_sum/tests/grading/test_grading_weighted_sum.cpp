@@ -42,7 +42,8 @@ TEST_SUITE("weighted_sum+grading") {
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     for (const std::string style : {"pointer_math", "tile_pointer", "plain"}) {
-      for (const auto& [rows, D] : {std::pair<index_t, index_t>{1, 1}, {1, 70}, {17, 1}, {17, 65}, {3, 1000}, {33, 64}}) {
+      for (const auto& [rows, D] :
+           {std::pair<index_t, index_t>{1, 1}, {1, 70}, {17, 1}, {17, 65}, {3, 1000}, {33, 64}}) {
         const auto x = fa2::random_normal<T, 2>({rows, D}, rng);
         const auto w = fa2::random_normal<T, 1>({D}, rng);
         check<T>(style, x.cview(), w.cview());

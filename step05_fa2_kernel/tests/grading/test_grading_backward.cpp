@@ -10,8 +10,12 @@ using fa2::testing::FlashShape;
 TEST_SUITE("host+backward+grading") {
   TEST_CASE_TEMPLATE("grading: backward over one query, one key and N_q != N_k, causal or not, every head dim", T,
                      float, fa2::bf16) {
-    for (const FlashShape shape : {FlashShape{1, 1, 1, 16}, {2, 1, 33, 32}, {1, 33, 1, 64}, {1, 21, 50, 128},
-                                   {2, 50, 21, 32}, {1, 48, 48, 16}}) {
+    for (const FlashShape shape : {FlashShape{1, 1, 1, 16},
+                                   {2, 1, 33, 32},
+                                   {1, 33, 1, 64},
+                                   {1, 21, 50, 128},
+                                   {2, 50, 21, 32},
+                                   {1, 48, 48, 16}}) {
       for (bool causal : {false, true}) {
         fa2::testing::require_close(
             fa2::testing::run_backward_and_compare<T>(fa2::testing::host_passes<T>(), shape, causal));

@@ -14,8 +14,13 @@ TEST_SUITE("variants+grading") {
     for (const auto& v : fa2::variants::kernel_variants()) {
       if (v.host == nullptr || v.family != "ladder") continue;
       INFO(v.name());
-      for (const FlashShape shape : {FlashShape{1, 1, 1, 64}, {1, 1, 90, 64}, {2, 90, 1, 64}, {1, 63, 129, 64},
-                                     {1, 129, 63, 64}, {1, 100, 100, 64}, {1, 77, 77, 128}}) {
+      for (const FlashShape shape : {FlashShape{1, 1, 1, 64},
+                                     {1, 1, 90, 64},
+                                     {2, 90, 1, 64},
+                                     {1, 63, 129, 64},
+                                     {1, 129, 63, 64},
+                                     {1, 100, 100, 64},
+                                     {1, 77, 77, 128}}) {
         for (bool causal : {false, true}) {
           const auto c = fa2::testing::run_and_compare<T>(host_runner<T>(v.host), shape, causal);
           CHECK_MESSAGE(c.O.ok, c.O.summary());
