@@ -58,7 +58,7 @@ fa2::figures::Figure online_softmax_row() {
       c.text(x + cell / 2, y + 18, values[r], 12, "middle");
     }
   }
-  const double L = after.back().m + std::log(after.back().l);
+  const double L = state.logsumexp();
   c.notes(top + 4 * row_h + 34,
           {"The masked score (-inf) adds exp(-inf) = 0 and leaves m and l alone: update() returns 1.",
            "At the end, L = m + log(l) = " + fixed(L, 4) + ", the logsumexp of the row, read in one pass.",
