@@ -59,7 +59,7 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
   std::printf("Program %d: rows %s, row_mask %s\n", row_tile_idx,
               list(ROWS_TILE_SIZE, [&](int r) { return fmt(static_cast<double>(row0 + r)); }).c_str(),
               list(ROWS_TILE_SIZE, [&](int r) { return tf(row0 + r < NUM_ROWS); }).c_str());
-  auto output = RowVec<float, L>::filled(0.0f);
+  auto running = RowVec<float, L>::filled(0.0f);  // the program's totals so far
   for (index_t i = 0; i < cdiv<index_t>(D, D_TILE_SIZE); ++i) {
     const index_t col0 = x_ptr.offsets()[1];
     Frag<float, L> row;
@@ -69,7 +69,7 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
     load(prog, weight_ptr, w, boundary_check<0>, Padding::zero);
     // END SOLUTION step04
     const auto partial = row_sum(prog, row * w);
-    output = output + partial;
+    running = running + partial;
     std::printf("  step %lld  cols %s  col_mask %s\n", static_cast<long long>(i),
                 list(D_TILE_SIZE, [&](int c) { return fmt(static_cast<double>(col0 + c)); }).c_str(),
                 list(D_TILE_SIZE, [&](int c) { return tf(col0 + c < D); }).c_str());
@@ -87,7 +87,7 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
                 list(D_TILE_SIZE, [&](int c) { return fmt(w.v[c]); }).c_str());
     std::printf("          row_sum(row * weight) %s  ->  output %s\n",
                 list(ROWS_TILE_SIZE, [&](int r) { return fmt(partial.v[r]); }).c_str(),
-                list(ROWS_TILE_SIZE, [&](int r) { return fmt(output.v[r]); }).c_str());
+                list(ROWS_TILE_SIZE, [&](int r) { return fmt(running.v[r]); }).c_str());
     // BEGIN SOLUTION step04: the same two advances as your tile-pointer body
     x_ptr = x_ptr.advance({0, D_TILE_SIZE});
     weight_ptr = weight_ptr.advance({D_TILE_SIZE});
@@ -95,7 +95,7 @@ void trace_program(const float* x, const float* weight, int row_tile_idx) {
   }
   for (int r = 0; r < ROWS_TILE_SIZE; ++r) {
     if (row0 + r < NUM_ROWS) {
-      std::printf("  store: output[%lld] = %s\n", static_cast<long long>(row0 + r), fmt(output.v[r]).c_str());
+      std::printf("  store: output[%lld] = %s\n", static_cast<long long>(row0 + r), fmt(running.v[r]).c_str());
     } else {
       std::printf("  store: row %lld is masked (F), output is not written there\n", static_cast<long long>(row0 + r));
     }

@@ -544,13 +544,13 @@ def find_leaks(root: Path, kit: Path, level: str, run: int = LEAK_RUN, shortest:
     regions = [(rel, region, body) for rel, region, body in regions if len(body) >= shortest]
     sizes_wanted = {min(run, len(body)) for _, _, body in regions}
 
-    def windows_of(rels) -> set:
+    def windows_of(rels, code_only: bool = False) -> set:
         found: set = set()
         for rel in rels:
             text = read_text(kit / rel)
             if text is None:
                 continue
-            toks = tokens(text)
+            toks = code_tokens(text) if code_only else tokens(text)
             for k in sizes_wanted:
                 found.update(tuple(toks[i:i + k]) for i in range(len(toks) - k + 1))
         return found
@@ -560,10 +560,11 @@ def find_leaks(root: Path, kit: Path, level: str, run: int = LEAK_RUN, shortest:
     # idioms, such as `boundary_check<0, 1>, Padding::zero)`, are the API, not an answer.
     library_files = [rel for rel in kit_files(kit) if is_code(rel) and rel.startswith(LIBRARY_DIRS) and
                      "/tests/" not in rel and "/compile_fail/" not in rel and not rel.endswith("demo.cpp")]
-    library = windows_of(library_files)
+    # Its code, not its comments: a comment that names m_new does not make m_new the library's.
+    library = windows_of(library_files, code_only=True)
     # Its names too: a run made only of them (two loads in a row, `boundary_check<0, 1>,
     # Padding::zero); load(prog`) names nothing that belongs to one answer.
-    vocabulary = {t for rel in library_files for t in tokens(read_text(kit / rel) or "") if t[0].isalpha() or t[0] == "_"}
+    vocabulary = {t for rel in library_files for t in code_tokens(read_text(kit / rel) or "") if t[0].isalpha() or t[0] == "_"}
     own_file_context: dict[str, set] = {}
     windows: dict[tuple, tuple[str, Region]] = {}
     for rel, region, body in regions:
