@@ -62,7 +62,11 @@ class Recorder {
     return "";
   }
 
-  void add(Event event) { events_.push_back(std::move(event)); }
+  // Each kind of event is built in place in the list: no temporary Event to move from (GCC 13
+  // warns, wrongly, that moving one may read an inactive alternative's vectors).
+  void add(TileAccess event) { events_.emplace_back(std::in_place_type<TileAccess>, std::move(event)); }
+  void add(KeyTile event) { events_.emplace_back(std::in_place_type<KeyTile>, std::move(event)); }
+  void add(RowState event) { events_.emplace_back(std::in_place_type<RowState>, std::move(event)); }
   const std::vector<Event>& events() const { return events_; }
   std::vector<Event>& events() { return events_; }
 

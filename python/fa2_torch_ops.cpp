@@ -32,7 +32,7 @@
 
 #include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
-#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
+#include "step07_benchmark/kernels/fast/flash_attention.hpp"
 #endif
 
 // Torch's bfloat16 and ours are the same two bytes (the top half of a float32), so the data of a
@@ -305,11 +305,12 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::T
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
-    // Never a silent fallback: what the fast kernel refuses is an error that says why.
-    const std::string why = fa2::fast::unsupported_reason(c.args);
-    TORCH_CHECK(why.empty(), kForward, ": kernel=\"fast\" cannot run these inputs: ", why,
+    // The arguments are checked once, into the plan (v6 on sm_90, else v5). Never a silent
+    // fallback: what the fast kernel refuses is an error that says why.
+    const fa2::fast::ForwardPlan plan = fa2::fast::plan_forward(c.args);
+    TORCH_CHECK(plan.runs(), kForward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
                 ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
-    run_checked(kForward, [&] { fa2::fast::flash_fwd_best(c.args, stream); });  // v6 on sm_90, else v5
+    run_checked(kForward, [&] { fa2::fast::run(plan, stream); });
   } else {
     run_checked(kForward, [&] { fa2::flash_fwd_cuda(c.args, stream); });
   }
@@ -325,10 +326,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
-    const std::string why = fa2::fast::unsupported_reason(c.args);
-    TORCH_CHECK(why.empty(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", why,
+    const fa2::fast::BackwardPlan plan = fa2::fast::plan_backward(c.args);
+    TORCH_CHECK(plan.runs(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
                 ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
-    run_checked(kBackward, [&] { fa2::fast::flash_bwd_fast(c.args, stream); });
+    run_checked(kBackward, [&] { fa2::fast::run(plan, stream); });
   } else {
     run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });
   }

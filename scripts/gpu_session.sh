@@ -15,24 +15,32 @@
 #                                          then ncu on the step05, ladder and fast kernels (NCU=0:
 #                                          no ncu)
 #   scripts/gpu_session.sh profile  [OUT]  ncu on each step of v5 -> v6 (PROFILE_STEPS, default the
-#                                          steps of step07's README) at N = 4096 without a mask, head
+#                                          steps of step07's APPENDIX.md, E.4) at N = 4096 without a mask, head
 #                                          dims 64 and 128: pipe utilisation (tensor, MUFU, FMA, ALU),
 #                                          issue slots and stall reasons, tabulated by
 #                                          scripts/ncu_table.py into OUT/ncu_steps.md
+#   scripts/gpu_session.sh bench-repeat [OUT]  step07_bench in rotating rounds with the GPU's clocks
+#                                          read after every timing (REPEAT_ARGS, default: v6, the
+#                                          configurations it chooses among, SDPA's FA2 and cuDNN,
+#                                          10 rounds, the --decide tables), then the reconciliation
+#                                          of ncu and the sweep (RECONCILE=0: skip it): v6.11 at head
+#                                          dim 128, N = 4096 and 16384, timed the sweep's way, as
+#                                          isolated launches after 50 ms and 1 s of idle GPU, and by
+#                                          ncu; OUT/reconcile/reconcile.md puts the three side by side
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
 # failed. Leaves the GPU's clocks and settings alone (ncu runs with --clock-control none).
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | sanitize | bench | profile | all) ;;
+  test | sanitize | bench | bench-repeat | profile | all) ;;
   *)
-    echo "gpu_session.sh: the phase must be test, sanitize, bench, profile or all, got '${phase}'" >&2
+    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile or all, got '${phase}'" >&2
     usage >&2
     exit 2
     ;;
@@ -46,10 +54,17 @@ status=0
 started=$(date +%s)
 log() { echo "[gpu_session +$(($(date +%s) - started))s] $*"; }
 
+# configure_and_build [target...]: everything, or only the targets named. FA2_TORCH=0 leaves
+# PyTorch out even when python3 has it (no SDPA columns, a shorter build); FA2_ABLATIONS=1 builds
+# the lab's variants too (FA2_BUILD_ABLATIONS), which bench-repeat times.
 configure_and_build() {
   local args=(--preset "$preset")
   local torch_prefix
-  if torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2> /dev/null); then
+  [ "${FA2_ABLATIONS:-0}" = 0 ] || args+=(-DFA2_BUILD_ABLATIONS=ON)
+  if [ "${FA2_TORCH:-1}" = 0 ]; then
+    args+=(-DFA2_WITH_TORCH=OFF)
+    log "FA2_TORCH=0: step07_bench is built without the PyTorch SDPA columns"
+  elif torch_prefix=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2> /dev/null); then
     args+=("-DCMAKE_PREFIX_PATH=$torch_prefix")
   else
     log "python3 cannot import torch: step07_bench is built without the PyTorch SDPA columns"
@@ -57,8 +72,10 @@ configure_and_build() {
   log "configure: cmake ${args[*]}"
   cmake "${args[@]}" > "$out/configure.log" 2>&1 || { tail -n 40 "$out/configure.log"; exit 1; }
   grep -E "step07_bench:|GPU tests" "$out/configure.log" || true
-  log "build (-j $(nproc))"
-  cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 ||
+  local targets=()
+  [ "$#" -eq 0 ] || targets=(--target "$@")
+  log "build ${*:-everything} (-j $(nproc))"
+  cmake --build "$build" -j "$(nproc)" "${targets[@]}" > "$out/build.log" 2>&1 ||
     { grep -E "error|FAILED" -A5 "$out/build.log" | head -n 60; exit 1; }
 }
 
@@ -205,8 +222,68 @@ phase_profile() {
   cat "$out/ncu_steps.md"
 }
 
+# The GPU's state as nvidia-smi reads it, one line per call, appended to OUT/gpu_state.txt.
+gpu_state() {
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.max.sm,clocks.mem,power.draw,power.limit,temperature.gpu \
+    --format=csv,noheader >> "$out/gpu_state.txt" 2>&1 || echo "nvidia-smi failed" >> "$out/gpu_state.txt"
+}
+
+# step07_bench in rounds: the tuned points with their clocks, then the reconciliation.
+phase_bench_repeat() {
+  FA2_ABLATIONS="${FA2_ABLATIONS:-1}" configure_and_build step07_bench step07_gpu_tests
+  local bench="$build/step07_benchmark/step07_bench"
+  log "the GPU tests of isolated launches and of rounds, FA2_REQUIRE_GPU=1"
+  FA2_REQUIRE_GPU=1 "$build/step07_benchmark/step07_gpu_tests" "-tc=*isolated launches*,*in rounds*" \
+    > "$out/gpu_tests.log" 2>&1 || status=1
+  grep -E "test cases:" "$out/gpu_tests.log" || tail -n 20 "$out/gpu_tests.log"
+  echo "timestamp, clocks.sm, clocks.max.sm, clocks.mem, power.draw, power.limit, temperature.gpu" > "$out/gpu_state.txt"
+  gpu_state
+  local repeat_args="${REPEAT_ARGS:---n=512,1024,2048,4096,8192,16384 --d=64,128 --pass=fwd --impl=v6,v6.8,v6.11,v6.12,v6.14,v6.17,sdpa-fa2,sdpa-cudnn --baseline=v6 --decide=v6.17,v6.11 --decide=v6.12,v6.17 --decide=v6.8,v6.17 --decide=v6.14,v6.17 --repeat=10 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
+  mkdir -p "$out/tuned"
+  log "step07_bench $repeat_args --out $out/tuned"
+  # shellcheck disable=SC2086
+  "$bench" $repeat_args --out "$out/tuned" > "$out/tuned/step07_log.txt" 2>&1 || status=1
+  gpu_state
+  [ "${RECONCILE:-1}" != 0 ] && reconcile
+  gpu_state
+  sed -n '/^not timed:/,/^$/p' "$out/tuned/step07_log.txt" | head -n 20
+  sed -n '/^pairs over /,/^$/p' "$out/tuned/step07_log.txt"
+  sed -n '/^decide /,$p' "$out/tuned/step07_log.txt" | sed '/^The article/,$d'
+  [ "${RECONCILE:-1}" = 0 ] || cat "$out/reconcile/reconcile.md"
+}
+
+# One kernel at head dim 128 timed three ways, each with the clocks it ran at: the sweep's way
+# (do_bench's budget, in rounds), isolated launches on a cold L2 after a short and a long idle
+# gap, and ncu's own launches (clocks left alone, caches flushed by ncu; its SpeedOfLight section
+# has the kernel's duration and the SM and memory clocks it ran at); reconcile_table.py puts them
+# side by side.
+reconcile() {
+  local bench="$build/step07_benchmark/step07_bench" impl="${RECONCILE_IMPL:-v6.11}" d="${RECONCILE_D:-128}"
+  local ns="${RECONCILE_N:-4096 16384}" n
+  local shape=(--n="${ns// /,}" --d="$d" --causal=no --pass=fwd --impl="$impl" --no-ceilings)
+  local dir="$out/reconcile"
+  mkdir -p "$dir/sweep" "$dir/isolated_50ms" "$dir/isolated_1000ms"
+  log "reconcile $impl at head dim $d, N = $ns: the sweep's way (do_bench, 5 rounds)"
+  "$bench" "${shape[@]}" --repeat=5 --out "$dir/sweep" > "$dir/sweep/step07_log.txt" 2>&1 || status=1
+  log "reconcile: isolated launches after 50 ms and after 1 s of idle GPU"
+  "$bench" "${shape[@]}" --isolated=20 --gap-ms=50 --out "$dir/isolated_50ms" \
+    > "$dir/isolated_50ms/step07_log.txt" 2>&1 || status=1
+  "$bench" "${shape[@]}" --isolated=10 --gap-ms=1000 --out "$dir/isolated_1000ms" \
+    > "$dir/isolated_1000ms/step07_log.txt" 2>&1 || status=1
+  log "reconcile: ncu (--clock-control none), 5 launches per N"
+  for n in $ns; do
+    timeout 240 ncu --clock-control none --cache-control all --kernel-name-base demangled -k "regex:hopper|fast_fwd" \
+      --launch-count 5 --csv --page raw --section SpeedOfLight \
+      "$bench" --n="$n" --d="$d" --causal=no --pass=fwd --impl="$impl" --no-ceilings --warmup-ms=0 --rep-ms=0.001 \
+      --min-reps=1 --max-reps=1 > "$dir/ncu_n$n.csv" 2>&1
+    echo "  ncu N=$n: exit $?"
+  done
+  python3 scripts/reconcile_table.py "$dir" > "$dir/reconcile.md" || status=1
+}
+
 case "$phase" in
   test) phase_test ;;
+  bench-repeat) phase_bench_repeat ;;
   profile) phase_profile ;;
   sanitize) phase_sanitize ;;
   bench) phase_bench ;;

@@ -1,7 +1,9 @@
 // step07_bench: the article's benchmark in C++. Our kernels, PyTorch SDPA (default backend and
 // each backend forced, when built with Torch) and cuBLAS standard attention, checked and timed
-// do_bench style on one GPU; prints the tables, writes a CSV and SVG plots.
-//   build/<preset>/step07_benchmark/step07_bench [--quick] [--out DIR] [--help]
+// do_bench style on one GPU, with the GPU's clocks, power and temperature read after each timing;
+// prints the tables, writes a CSV and SVG plots. --repeat times in rotating rounds and reports
+// each pair's ratio with its spread; --decide applies the tuned dispatch's rule.
+//   build/<preset>/step07_benchmark/step07_bench [--quick] [--repeat=R] [--out DIR] [--help]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -22,6 +25,8 @@
 #include "step07_benchmark/harness/bench_options.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/bench_runner.hpp"
+#include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
@@ -94,6 +99,7 @@ int bench(int argc, char** argv) {
   const std::uint64_t seed = opt.seed ? *opt.seed : fa2::fresh_seed();
   RunnerConfig config;
   config.budget = opt.budget;
+  config.rounds = opt.rounds;
   config.seed = seed;
   config.reference_key = fa2::variants::kStep05Key;
   const DeviceInfo info = DeviceInfo::query(0);
@@ -108,12 +114,15 @@ int bench(int argc, char** argv) {
       throw std::runtime_error("cannot create the --out directory " + out_dir.string() + ": " + error.message());
   }
   const auto csv_path = out_dir / "step07_results.csv";
+  const auto rounds_path = out_dir / "step07_rounds.csv";
+  const auto pairs_path = out_dir / "step07_pairs.csv";
   const std::vector<Measurement> quoted = quoted_measurements(opt.problems);
   const auto write_csv = [&](const std::vector<Measurement>& so_far) {
     if (out_dir.empty()) return;
     std::vector<Measurement> rows = so_far;
     rows.insert(rows.end(), quoted.begin(), quoted.end());
     fa2::cli::write_file(csv_path, to_csv(rows, info.name));
+    if (opt.rounds > 1) fa2::cli::write_file(rounds_path, rounds_csv(so_far, info.name));
   };
   write_csv({});  // now, so that an --out that cannot be written fails before the measurements, not after
 
@@ -128,11 +137,29 @@ int bench(int argc, char** argv) {
   for (const auto& s : opt.sweep_names) sweeps += (sweeps.empty() ? "" : ",") + s;
   std::cout << "sweep " << sweeps << ": " << opt.problems.size() << " problems, bfloat16, seed " << seed
             << " (replay with --seed " << seed << ")\n";
-  std::printf(
-      "timing as triton.testing.do_bench: warm-up %.0f ms, reps for %.0f ms (%d..%d), L2 flushed (%s memset) "
-      "before each timed run, CUDA events per run, median\n",
-      opt.budget.warmup_ms, opt.budget.rep_ms, opt.budget.min_reps, opt.budget.max_reps,
-      format_bytes(static_cast<double>(runner.flush_bytes())).c_str());
+  if (opt.budget.isolated_launches > 0) {
+    std::printf(
+        "timing as isolated launches: %d per measurement, each after %.0f ms of idle GPU and an L2 flush (%s memset), "
+        "CUDA events around the launch alone, median\n",
+        opt.budget.isolated_launches, opt.budget.gap_ms,
+        format_bytes(static_cast<double>(runner.flush_bytes())).c_str());
+  } else {
+    std::printf(
+        "timing as triton.testing.do_bench: warm-up %.0f ms, reps for %.0f ms (%d..%d), L2 flushed (%s memset) "
+        "before each timed run, CUDA events per run, median\n",
+        opt.budget.warmup_ms, opt.budget.rep_ms, opt.budget.min_reps, opt.budget.max_reps,
+        format_bytes(static_cast<double>(runner.flush_bytes())).c_str());
+  }
+  if (opt.rounds > 1) {
+    std::printf(
+        "repeated: %d rounds per problem, each timing every implementation once in a rotating order; times are the "
+        "median of the rounds' medians; pairs against %s (ratio = its ms / the other's ms per round, above 1: the "
+        "other is faster), a difference counted only when every round agrees (at least %zu rounds)\n",
+        opt.rounds, opt.baseline.c_str(), kMinRoundsForVerdict);
+  }
+  std::cout << "GPU state (" << runner.nvml().reason() << "): " << format_sample(runner.nvml().sample());
+  if (const auto max_sm = runner.nvml().max_sm_mhz()) std::cout << "; SM clock at most " << *max_sm << " MHz";
+  std::cout << "; read again after every timing\n";
   std::printf(
       "checks before timing: NaN-poisoned outputs; whole O vs %s, sampled rows vs float64; atol = rtol = %.0e\n",
       fa2::variants::kStep05Key, config.atol);
@@ -154,6 +181,18 @@ int bench(int argc, char** argv) {
 
   std::vector<Measurement> all = runner.run(opt.problems, opt.impl_keys, write_csv);
   write_csv(all);
+  // With --repeat: every implementation against the baseline, and the --decide pairs.
+  std::vector<std::pair<std::string, std::string>> pairs;
+  if (opt.rounds > 1) {
+    for (const auto& impl : impls) {
+      if (impl.key != opt.baseline) pairs.emplace_back(impl.key, opt.baseline);
+    }
+    for (const auto& pair : opt.decide) {
+      if (std::find(pairs.begin(), pairs.end(), pair) == pairs.end()) pairs.push_back(pair);
+    }
+  }
+  const std::vector<PairResult> pair_rows = pair_results(all, opt.problems, pairs);
+  if (opt.rounds > 1 && !out_dir.empty()) fa2::cli::write_file(pairs_path, pairs_csv(pair_rows, info.name));
   all.insert(all.end(), quoted.begin(), quoted.end());
 
   // Plots, one per head dim.
@@ -174,6 +213,7 @@ int bench(int argc, char** argv) {
       std::cout << "wrote " << path.string() << "\n";
     }
     std::cout << "wrote " << csv_path.string() << "\n";
+    if (opt.rounds > 1) std::cout << "wrote " << rounds_path.string() << "\nwrote " << pairs_path.string() << "\n";
   }
 
   // Everything that did not run cleanly, then the tables; the article's table last.
@@ -205,9 +245,22 @@ int bench(int argc, char** argv) {
             << wide_table(all, opt.problems, keys, WideValue::tflops);
   if (!torch.built) std::cout << "\n" << torch.detail << "\n";
   if (const std::string check = harness_crosscheck_table(all, opt.problems); !check.empty()) {
-    std::cout << "\nharness check: PyTorch timed here vs python* = triton.testing.do_bench on an H200 (quoted from "
-                 "sdpa_h200.txt)\n"
+    std::cout << "\nharness check: PyTorch timed here vs python* = triton.testing.do_bench on an H200 (quoted: "
+              << quoted_article_triton().source << ")\n"
               << check;
+  }
+
+  if (!pair_rows.empty()) {
+    std::cout << "\npairs over " << opt.rounds
+              << " rounds (ratio = against's ms / impl's ms per round, above 1: impl faster; a verdict only where "
+                 "every round agrees, otherwise inside the spread)\n"
+              << pairs_table(pair_rows);
+  }
+  for (const auto& [candidate, incumbent] : opt.decide) {
+    const std::string report = decision_report(all, opt.problems, candidate, incumbent);
+    std::cout << "\ndecide " << candidate << "," << incumbent << " (the tuned dispatch's rule: take " << candidate
+              << " only where it wins outside the spread)\n"
+              << (report.empty() ? "  (no problem has both timed)\n" : report);
   }
 
   ArticleColumns cols;

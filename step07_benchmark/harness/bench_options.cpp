@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -50,6 +51,13 @@ struct Request {
   int B = 4, H = 8;  // the article's
   bool no_ceilings = false;
 };
+
+// A key of --baseline or --decide: registered, and timed (among --impl when that is given).
+void check_timed_key(std::string_view flag, const std::string& key, const Options& o) {
+  if (o.impl_keys.empty() || std::find(o.impl_keys.begin(), o.impl_keys.end(), key) != o.impl_keys.end()) return;
+  throw cli::UsageError(std::string(flag),
+                        "'" + key + "' is not timed: add it to --impl (" + cli::join(o.impl_keys) + ")");
+}
 
 // The options, declared once for parse_options() and usage(). `keys`: what --impl and --ours take.
 cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
@@ -105,7 +113,36 @@ cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
               [&o](std::string_view flag, const std::string& value) {
                 o.seed = cli::parse_integer<std::uint64_t>(flag, value);
               })
-      .text("--out", o.out_dir, "DIR", "write DIR/step07_results.csv and DIR/step07_tflops_d<D>.svg")
+      .integer("--repeat", o.rounds, 1, 1000,
+               "time every problem in this many rounds, each timing every implementation once, in an order that "
+               "rotates from round to round; report medians over rounds and each pair's per-round ratio with its "
+               "spread")
+      .custom("--baseline", "KEY",
+              "with --repeat: the implementation every other one is compared with, round by round (default: the "
+              "first --impl key)",
+              [&o, &keys](std::string_view flag, const std::string& value) {
+                o.baseline = keys[cli::parse_choice(flag, value, keys)];
+              })
+      .custom("--decide", "CANDIDATE,INCUMBENT",
+              "with --repeat: the tuned dispatch's rule at each problem: take CANDIDATE only where every round has it "
+              "faster than INCUMBENT (may be given more than once)",
+              [&o, &keys](std::string_view flag, const std::string& value) {
+                const auto pair = cli::split_list(value);
+                if (pair.size() != 2) {
+                  throw cli::UsageError(std::string(flag), "got '" + value + "', give two keys: CANDIDATE,INCUMBENT");
+                }
+                for (const auto& key : pair) (void)cli::parse_choice(flag, key, keys);
+                if (pair[0] == pair[1])
+                  throw cli::UsageError(std::string(flag), "got '" + value + "', two different keys");
+                o.decide.emplace_back(pair[0], pair[1]);
+              })
+      .integer("--isolated", o.budget.isolated_launches, 0, 100000,
+               "time this many single launches per measurement instead, each after --gap-ms of idle GPU and an L2 "
+               "flush (0: do_bench's back-to-back runs)")
+      .number("--gap-ms", o.budget.gap_ms, 0.0, 60000.0, "with --isolated: idle milliseconds before each launch")
+      .text("--out", o.out_dir, "DIR",
+            "write DIR/step07_results.csv and DIR/step07_tflops_d<D>.svg (with --repeat also step07_rounds.csv and "
+            "step07_pairs.csv)")
       .flag("--no-ceilings", r.no_ceilings, "skip measuring the copy bandwidth and the bf16 GEMM rate")
       .flag("--list", o.list, "print the registered implementations and exit")
       .flag("--variants", o.variants, "print the table of our kernels (Markdown, as in step07's README) and exit");
@@ -159,6 +196,21 @@ Options parse_options(const std::vector<std::string>& args, const std::vector<st
                                             std::to_string(o.budget.max_reps) + ")");
   }
   (void)plan_reps(1.0, o.budget);  // the harness's own check of the budget, now rather than mid-run
+  if (parser.given("--gap-ms") && o.budget.isolated_launches == 0) {
+    throw cli::UsageError("--gap-ms", "only with --isolated=K (K > 0 launches)");
+  }
+  if (o.rounds < 2) {
+    for (const char* flag : {"--baseline", "--decide"}) {
+      if (parser.given(flag)) throw cli::UsageError(flag, "compares rounds: give --repeat=R with R >= 2");
+    }
+  } else if (o.baseline.empty()) {
+    o.baseline = o.impl_keys.empty() ? variants::kStep05Key : o.impl_keys.front();
+  }
+  if (parser.given("--baseline")) check_timed_key("--baseline", o.baseline, o);
+  for (const auto& [candidate, incumbent] : o.decide) {
+    check_timed_key("--decide", candidate, o);
+    check_timed_key("--decide", incumbent, o);
+  }
 
   if (r.n_values || r.d_values) {
     if (!r.sweeps.empty()) throw cli::UsageError("--sweep", "cannot be combined with --n or --d");

@@ -2,12 +2,14 @@
 // the timing budget and where the CSV/SVG go. Host only; unit-tested by step07_tests.
 //   step07_bench                       the full sweep (article + long + d128), every implementation
 //   step07_bench --quick               N = 512, 1024 at D = 64, a short timing budget
+//   step07_bench --repeat=7 --impl=v6.17,v6.11 --decide=v6.17,v6.11   rounds, ratios, a decision
 //   step07_bench --help                every option
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "step07_benchmark/harness/bench_problem.hpp"
@@ -24,6 +26,12 @@ struct Options {
   std::string ours_key = variants::kStep05Key;  // the "ours" column of the article's table
   std::string out_dir;                          // --out: CSV and SVG go here (empty: no files)
   std::optional<std::uint64_t> seed;            // --seed: replay inputs; default a fresh seed per run
+  // --repeat=R: every problem is timed in R rounds, each round timing every implementation once
+  // in rotation_order; the pairs table compares each with `baseline`, and --decide applies the
+  // tuned dispatch's rule (take_candidate) to each (candidate, incumbent) pair.
+  int rounds = 1;
+  std::string baseline;  // with --repeat: --baseline, or the first --impl key, or the reference
+  std::vector<std::pair<std::string, std::string>> decide;
   bool quick = false;
   bool measure_ceilings = true;  // --no-ceilings skips the copy/GEMM rate measurement
   bool list = false;             // --list: print the registered implementations and exit

@@ -7,7 +7,11 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
 
 namespace fa2::bench {
@@ -256,7 +260,7 @@ std::string csv_escape(const std::string& field) {
 
 std::string csv_header() {
   return "gpu,impl,name,B,H,N,D,causal,pass,status,ms_median,ms_min,ms_p20,ms_p80,reps,tflops,peak_mib,peak_source,"
-         "max_err_vs_ref,max_err_vs_fp64,backend,note\n";
+         "max_err_vs_ref,max_err_vs_fp64,backend,note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events\n";
 }
 
 std::string csv_row(const Measurement& m, const std::string& gpu) {
@@ -286,7 +290,13 @@ std::string csv_row(const Measurement& m, const std::string& gpu) {
       opt_number(m.max_err_fp64, "%.3g"),
       m.backend,
       m.note,
+      full_stats ? m.timing : std::string(),
+      full_stats ? std::to_string(std::max<std::size_t>(m.round_ms.size(), 1)) : std::string(),
   };
+  // NVML's reading, "n/a" where it had none; nothing for a row that was not timed.
+  const std::vector<std::string> gpu_fields =
+      full_stats ? sample_fields(m.gpu) : std::vector<std::string>(sample_fields(GpuSample{}).size());
+  f.insert(f.end(), gpu_fields.begin(), gpu_fields.end());
   std::string out;
   for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_escape(f[i]);
   return out + "\n";
@@ -394,6 +404,140 @@ std::vector<Measurement> from_csv(const std::string& text) {
     }
   }
   return out;
+}
+
+namespace {
+
+std::string join_csv(const std::vector<std::string>& fields) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? "," : "") + csv_escape(fields[i]);
+  return out + "\n";
+}
+
+std::vector<std::string> problem_fields(const Problem& p) {
+  return {std::to_string(p.B), std::to_string(p.H),         std::to_string(p.N),
+          std::to_string(p.D), p.causal ? "true" : "false", to_string(p.pass)};
+}
+
+std::string problem_cells(const Problem& p) {
+  return "D=" + std::to_string(p.D) + " N=" + std::to_string(p.N) + (p.causal ? " causal" : "") +
+         (p.backward() ? " backward" : "");
+}
+
+// Two implementations timed in the same rounds: both ok, the same number of rounds.
+bool same_rounds(const Measurement* a, const Measurement* b) {
+  return timed(a) && timed(b) && !a->round_ms.empty() && a->round_ms.size() == b->round_ms.size();
+}
+
+std::string ratio_cell(double v) {
+  return format_fixed(v, 3);
+}
+
+}  // namespace
+
+std::string rounds_csv(const std::vector<Measurement>& all, const std::string& gpu) {
+  std::string out = join_csv({"gpu", "impl", "B", "H", "N", "D", "causal", "pass", "round", "position", "ms_median",
+                              "reps", "sm_mhz", "mem_mhz", "power_w", "temp_c", "clock_events"});
+  for (const auto& m : all) {
+    if (m.status != Status::ok) continue;
+    for (std::size_t r = 0; r < m.round_ms.size(); ++r) {
+      std::vector<std::string> f = {gpu, m.key};
+      const auto p = problem_fields(m.problem);
+      f.insert(f.end(), p.begin(), p.end());
+      f.push_back(std::to_string(r));
+      f.push_back(r < m.round_position.size() ? std::to_string(m.round_position[r]) : std::string());
+      f.push_back(format_fixed(m.round_ms[r], 5));
+      f.push_back(r < m.round_reps.size() ? std::to_string(m.round_reps[r]) : std::string());
+      const auto g = sample_fields(r < m.round_gpu.size() ? m.round_gpu[r] : GpuSample{});
+      f.insert(f.end(), g.begin(), g.end());
+      out += join_csv(f);
+    }
+  }
+  return out;
+}
+
+std::vector<PairResult> pair_results(const std::vector<Measurement>& all, const std::vector<Problem>& problems,
+                                     const std::vector<std::pair<std::string, std::string>>& pairs) {
+  std::vector<PairResult> out;
+  for (const auto& p : problems) {
+    for (const auto& [impl, against] : pairs) {
+      if (impl == against) continue;
+      const Measurement* a = find_measurement(all, impl, p);
+      const Measurement* b = find_measurement(all, against, p);
+      if (!same_rounds(a, b)) continue;
+      PairResult r;
+      r.impl = impl;
+      r.against = against;
+      r.problem = p;
+      r.spread = ratio_spread(b->round_ms, a->round_ms);
+      r.verdict = verdict(r.spread);
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::string pairs_table(const std::vector<PairResult>& results) {
+  TextTable t({"problem", "impl", "against", "rounds", "ratio", "q1..q3", "min..max", "verdict"});
+  for (const auto& r : results) {
+    t.add_row({problem_cells(r.problem), r.impl, r.against, std::to_string(r.spread.rounds),
+               ratio_cell(r.spread.median), ratio_cell(r.spread.q1) + ".." + ratio_cell(r.spread.q3),
+               ratio_cell(r.spread.min) + ".." + ratio_cell(r.spread.max), to_string(r.verdict)});
+  }
+  return t.render();
+}
+
+std::string pairs_csv(const std::vector<PairResult>& results, const std::string& gpu) {
+  std::string out = join_csv({"gpu", "impl", "against", "B", "H", "N", "D", "causal", "pass", "rounds", "ratio_median",
+                              "ratio_q1", "ratio_q3", "ratio_min", "ratio_max", "verdict"});
+  for (const auto& r : results) {
+    std::vector<std::string> f = {gpu, r.impl, r.against};
+    const auto p = problem_fields(r.problem);
+    f.insert(f.end(), p.begin(), p.end());
+    f.insert(f.end(), {std::to_string(r.spread.rounds), format_fixed(r.spread.median, 4), format_fixed(r.spread.q1, 4),
+                       format_fixed(r.spread.q3, 4), format_fixed(r.spread.min, 4), format_fixed(r.spread.max, 4),
+                       to_string(r.verdict)});
+    out += join_csv(f);
+  }
+  return out;
+}
+
+std::string decision_report(const std::vector<Measurement>& all, const std::vector<Problem>& problems,
+                            const std::string& candidate, const std::string& incumbent) {
+  const std::vector<PairResult> results = pair_results(all, problems, {{candidate, incumbent}});
+  if (results.empty()) return {};
+  TextTable t({"problem", "rounds", incumbent + " ms / " + candidate + " ms", "min..max", "decision"});
+  std::vector<std::string> taken;
+  int inside = 0, slower = 0, too_few = 0;
+  double log_sum = 0.0;
+  for (const auto& r : results) {
+    std::string decision;
+    if (take_candidate(r.spread)) {
+      decision = "take " + candidate;
+      taken.push_back(problem_cells(r.problem));
+    } else {
+      decision = "keep " + incumbent + " (" +
+                 (r.verdict == Verdict::slower ? candidate + " slower" : to_string(r.verdict)) + ")";
+      inside += r.verdict == Verdict::inside_spread ? 1 : 0;
+      slower += r.verdict == Verdict::slower ? 1 : 0;
+      too_few += r.verdict == Verdict::too_few_rounds ? 1 : 0;
+    }
+    log_sum += std::log(r.spread.median);
+    t.add_row({problem_cells(r.problem), std::to_string(r.spread.rounds), ratio_cell(r.spread.median),
+               ratio_cell(r.spread.min) + ".." + ratio_cell(r.spread.max), decision});
+  }
+  std::string summary = candidate + " over " + incumbent + ": taken at " + std::to_string(taken.size()) + " of " +
+                        std::to_string(results.size()) + " points";
+  if (!taken.empty()) {
+    summary += " (";
+    for (std::size_t i = 0; i < taken.size(); ++i) summary += (i ? "; " : "") + taken[i];
+    summary += ")";
+  }
+  summary += "; " + incumbent + " kept at " + std::to_string(inside) + " inside the spread, " + std::to_string(slower) +
+             " where " + candidate + " is slower, " + std::to_string(too_few) + " with too few rounds (fewer than " +
+             std::to_string(kMinRoundsForVerdict) + "); geometric mean of the median ratios " +
+             format_fixed(std::exp(log_sum / static_cast<double>(results.size())), 3) + "\n";
+  return t.render() + summary;
 }
 
 svg::Chart tflops_chart(const std::vector<Measurement>& all, const std::vector<ChartSeries>& series, int D,

@@ -1,15 +1,19 @@
 // What step07_bench prints and writes: one Measurement per implementation x problem, the
 // article's table (ours vs SDPA), a wide TFLOP/s table with every implementation, a peak-memory
-// table, the CSV and the SVG chart. Host only; unit-tested by step07_tests.
+// table, the CSV and the SVG chart; with --repeat, the per-round CSV, the pairs' ratios with
+// their spread and the decisions of --decide. Host only; unit-tested by step07_tests.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/svg_plot.hpp"
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
 namespace fa2::bench {
@@ -40,6 +44,14 @@ struct Measurement {
   std::string peak_source;             // "counted" (buffers it needs) or "allocator" (Torch's peak stats)
   std::optional<double> max_err_ref;   // max |O - O_ref| over the whole output (reference implementation)
   std::optional<double> max_err_fp64;  // max |O - O_fp64| over the sampled rows
+  std::string timing;                  // how it was timed: "do_bench" or "isolated" (empty: not timed)
+  GpuSample gpu;                       // NVML's reading after the timed runs (over rounds: combine_samples)
+  // --repeat: each round's median time in round order, the position it ran at in that round
+  // (rotation_order), its timed runs and NVML's reading after them. One entry without --repeat.
+  std::vector<double> round_ms;
+  std::vector<std::size_t> round_position;
+  std::vector<int> round_reps;
+  std::vector<GpuSample> round_gpu;
 };
 
 // Right-aligned text columns with a header and a rule; first column left-aligned.
@@ -103,6 +115,33 @@ struct ChartSeries {
 };
 // TFLOP/s against N for head dim D: a non-causal and a causal panel, one series per entry of
 // `series` (ok and quoted measurements only).
+// --repeat's files: one row per implementation x problem x round (rounds_csv), and one per pair
+// (pairs_csv).
+std::string rounds_csv(const std::vector<Measurement>& all, const std::string& gpu);
+
+// One implementation against another on one problem, over the rounds both were timed in.
+struct PairResult {
+  std::string impl, against;
+  Problem problem;
+  RatioSpread spread;  // against's time over impl's, per round: above 1, impl is faster
+  Verdict verdict = Verdict::too_few_rounds;
+};
+
+// Every pair of `pairs` ((impl, against) keys) on every problem where both were timed in the same
+// rounds (ok, and as many rounds each), in problem order.
+std::vector<PairResult> pair_results(const std::vector<Measurement>& all, const std::vector<Problem>& problems,
+                                     const std::vector<std::pair<std::string, std::string>>& pairs);
+// The table of those: per problem and pair the median ratio, its interquartile range and range,
+// and the verdict (faster or slower only outside the range; otherwise inside the spread).
+std::string pairs_table(const std::vector<PairResult>& results);
+std::string pairs_csv(const std::vector<PairResult>& results, const std::string& gpu);
+
+// --decide=CANDIDATE,INCUMBENT: the tuned dispatch's rule (take_candidate) applied point by point,
+// then one summary line: at which points the candidate is taken, and why the incumbent stays at
+// the others. Empty when no problem has both timed.
+std::string decision_report(const std::vector<Measurement>& all, const std::vector<Problem>& problems,
+                            const std::string& candidate, const std::string& incumbent);
+
 svg::Chart tflops_chart(const std::vector<Measurement>& all, const std::vector<ChartSeries>& series, int D,
                         const std::string& subtitle);
 

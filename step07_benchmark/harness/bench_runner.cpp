@@ -4,12 +4,18 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
+#include <functional>
 #include <limits>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/cuda/device_buffer.hpp"
@@ -177,6 +183,15 @@ void ensure_context_usable(const std::string& after) {
   }
 }
 
+// NVML for the device this thread's CUDA calls go to, found by its PCI bus id.
+Nvml nvml_for_current_device() {
+  int device = 0;
+  FA2_CUDA_CHECK(cudaGetDevice(&device));
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) != cudaSuccess) (void)cudaGetLastError();
+  return Nvml::open(bus_id);
+}
+
 }  // namespace
 
 DeviceInfo DeviceInfo::query(int device) {
@@ -202,6 +217,12 @@ DeviceInfo DeviceInfo::query(int device) {
   } else {
     (void)cudaGetLastError();
   }
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, device) == cudaSuccess) {
+    info.pci_bus_id = bus_id;
+  } else {
+    (void)cudaGetLastError();
+  }
   FA2_CUDA_CHECK(cudaDriverGetVersion(&info.driver_version));
   FA2_CUDA_CHECK(cudaRuntimeGetVersion(&info.runtime_version));
   info.cublas_version = cublas_version_string();
@@ -213,7 +234,7 @@ std::string DeviceInfo::describe() const {
   s << "GPU " << device << ": " << name << " (sm_" << cc_major << cc_minor << "), " << sm_count << " SMs, L2 "
     << format_bytes(static_cast<double>(l2_bytes)) << ", " << format_bytes(static_cast<double>(total_memory))
     << " device memory\n";
-  s << "clocks (peak, from cudaDeviceGetAttribute; current clocks need NVML, not linked): SM "
+  s << "clocks (peak, from cudaDeviceGetAttribute): SM "
     << (sm_clock_khz ? std::to_string(*sm_clock_khz / 1000) + " MHz" : std::string("n/a")) << ", memory "
     << (mem_clock_khz ? std::to_string(*mem_clock_khz / 1000) + " MHz" : std::string("n/a")) << ", " << mem_bus_bits
     << "-bit bus\n";
@@ -241,7 +262,8 @@ std::vector<Implementation> assemble_registry(std::vector<Implementation> torch)
 }
 
 Runner::Runner(std::vector<Implementation> impls, RunnerConfig config, std::ostream& log)
-    : impls_(std::move(impls)), config_(std::move(config)), log_(log) {
+    : impls_(std::move(impls)), config_(std::move(config)), log_(log), nvml_(nvml_for_current_device()) {
+  if (config_.rounds < 1) throw std::invalid_argument("RunnerConfig: rounds must be >= 1");
   const bool has_ref = std::any_of(impls_.begin(), impls_.end(),
                                    [&](const Implementation& i) { return i.key == config_.reference_key; });
   if (!has_ref)
@@ -338,6 +360,13 @@ struct Runner::ProblemData {
   }
 };
 
+struct Runner::Candidate {
+  const Implementation* impl = nullptr;
+  Measurement m;
+  std::optional<PreparedRun> run;  // held while it is timed: it passed its checks
+  std::function<void()> run_into_outputs;
+};
+
 namespace {
 Measurement unmeasured(const Implementation& impl, const Problem& p) {
   Measurement m;
@@ -345,6 +374,24 @@ Measurement unmeasured(const Implementation& impl, const Problem& p) {
   m.name = impl.name;
   m.problem = p;
   return m;
+}
+
+// What an exception thrown by an implementation becomes in its measurement.
+void record_exception(Measurement& m, const std::exception& e) {
+  if (const auto* not_runnable = dynamic_cast<const NotRunnable*>(&e)) {
+    m.status = not_runnable->kind() == NotRunnable::Kind::skipped       ? Status::skipped
+               : not_runnable->kind() == NotRunnable::Kind::unavailable ? Status::unavailable
+                                                                        : Status::unsupported;
+  } else {
+    m.status = Status::error;
+  }
+  m.note = e.what();
+}
+
+std::string format_ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", ms);
+  return buf;
 }
 }  // namespace
 
@@ -399,10 +446,40 @@ void Runner::run_problem(const Problem& p, std::size_t index, const std::vector<
   for (const auto& impl : impls_) {
     if (impl.key != config_.reference_key && selected(impl)) order.push_back(&impl);
   }
+  const auto is_ref = [&](const Candidate& c) { return c.impl->key == config_.reference_key; };
+  if (config_.rounds <= 1) {
+    // One implementation at a time: checked, timed, checked again, logged.
+    for (const Implementation* impl : order) {
+      Candidate c = check(*impl, data, selected(*impl));
+      if (c.run) {
+        std::vector<Candidate*> one = {&c};
+        time_rounds(one, 1);
+        finish(c, data);
+      }
+      log_measurement(c.m, is_ref(c), selected(*impl));
+      if (selected(*impl)) out.push_back(std::move(c.m));
+    }
+    return;
+  }
+  // Rounds: every implementation checked first, then timed once per round in rotating order, so
+  // that whatever drifts during the problem (clocks, temperature) falls on all of them alike.
+  std::vector<Candidate> candidates;
+  candidates.reserve(order.size());
   for (const Implementation* impl : order) {
-    Measurement m = measure(*impl, data, selected(*impl));
-    log_measurement(m, impl->key == config_.reference_key, selected(*impl));
-    if (selected(*impl)) out.push_back(std::move(m));
+    candidates.push_back(check(*impl, data, selected(*impl)));
+    if (!candidates.back().run) log_measurement(candidates.back().m, is_ref(candidates.back()), selected(*impl));
+  }
+  std::vector<Candidate*> timed;
+  for (auto& c : candidates) {
+    if (c.run) timed.push_back(&c);
+  }
+  time_rounds(timed, config_.rounds);
+  for (Candidate* c : timed) {
+    finish(*c, data);
+    log_measurement(c->m, is_ref(*c), true);
+  }
+  for (auto& c : candidates) {
+    if (selected(*c.impl)) out.push_back(std::move(c.m));
   }
 }
 
@@ -462,36 +539,96 @@ std::string Runner::compare_with_reference(ProblemData& d, Measurement& m) {
   return {};
 }
 
-Measurement Runner::measure(const Implementation& impl, ProblemData& d, bool timed) {
+Runner::Candidate Runner::check(const Implementation& impl, ProblemData& d, bool timed) {
   const bool is_ref = impl.key == config_.reference_key;
-  Measurement m = unmeasured(impl, d.p);
+  Candidate c;
+  c.impl = &impl;
+  c.m = unmeasured(impl, d.p);
   try {
     if (const std::string why = impl.unsupported(d.p); !why.empty()) {
-      m.status = Status::unsupported;
-      m.note = why;
-      return m;
+      c.m.status = Status::unsupported;
+      c.m.note = why;
+      return c;
     }
     PreparedRun run = impl.prepare(d.p, d.bufs, stream_);
-    m.backend = run.backend;
-    const std::function<void()> run_into_outputs = run.run_into_outputs ? run.run_into_outputs : run.run;
-    if (!check_output(run_into_outputs, is_ref, d, m)) return m;
+    c.m.backend = run.backend;
+    c.run_into_outputs = run.run_into_outputs ? run.run_into_outputs : run.run;
+    if (!check_output(c.run_into_outputs, is_ref, d, c.m)) return c;
     if (!timed) {
-      m.note = "checked only (the reference, not selected for timing)";
-      return m;
+      c.m.note = "checked only (the reference, not selected for timing)";
+      return c;
     }
-    time_and_recheck(run.run, run_into_outputs, d, m);
-    record_peak_memory(impl, run, d, m);
-  } catch (const NotRunnable& e) {
-    m.status = e.kind() == NotRunnable::Kind::skipped       ? Status::skipped
-               : e.kind() == NotRunnable::Kind::unavailable ? Status::unavailable
-                                                            : Status::unsupported;
-    m.note = e.what();
+    c.run = std::move(run);
   } catch (const std::exception& e) {
-    m.status = Status::error;
-    m.note = e.what();
-    ensure_context_usable(impl.key);
+    record_exception(c.m, e);
+    if (c.m.status == Status::error) ensure_context_usable(impl.key);
   }
-  return m;
+  return c;
+}
+
+void Runner::time_rounds(std::vector<Candidate*>& candidates, int rounds) {
+  if (candidates.empty()) return;
+  const bool isolated = config_.budget.isolated_launches > 0;
+  for (Candidate* c : candidates) c->m.timing = isolated ? "isolated" : "do_bench";
+  for (int round = 0; round < rounds; ++round) {
+    const std::vector<std::size_t> order = rotation_order(candidates.size(), static_cast<std::size_t>(round));
+    std::string line;
+    for (std::size_t position = 0; position < order.size(); ++position) {
+      Candidate& c = *candidates[order[position]];
+      if (!c.run || c.m.status != Status::ok) continue;  // dropped after an error in an earlier round
+      try {
+        std::vector<GpuSample> readings;
+        const Timing t = isolated ? time_isolated(c.run->run, stream_, *flusher_, config_.budget,
+                                                  [&] { readings.push_back(nvml_.sample()); })
+                                  : do_bench(c.run->run, stream_, *flusher_, config_.budget);
+        if (!isolated) readings.push_back(nvml_.sample());  // right after the timed runs, before the GPU idles
+        c.m.round_ms.push_back(t.ms.median);
+        c.m.round_position.push_back(position);
+        c.m.round_reps.push_back(t.plan.reps);
+        c.m.round_gpu.push_back(combine_samples(readings));
+        c.m.reps += t.plan.reps;
+        // One round keeps the statistics of its runs; several, those of the rounds' medians.
+        c.m.ms = rounds == 1 ? t.ms : summarize(c.m.round_ms);
+        line += "  " + c.m.key + " " + format_ms(t.ms.median);
+      } catch (const std::exception& e) {
+        record_exception(c.m, e);
+        ensure_context_usable(c.m.key);
+        line += "  " + c.m.key + " " + to_string(c.m.status);
+      }
+    }
+    if (rounds > 1) {
+      log_ << "  round " << round + 1 << "/" << rounds << " (ms):" << line << "  | " << format_sample(nvml_.sample())
+           << "\n"
+           << std::flush;
+    }
+  }
+  for (Candidate* c : candidates) {
+    if (c->m.status != Status::ok || c->m.round_ms.empty()) continue;
+    c->m.tflops = tflops_per_s(attention_flops(c->m.problem), c->m.ms.median);
+    c->m.gpu = combine_samples(c->m.round_gpu);
+  }
+}
+
+// The same check once more after timing (an answer that moves after hundreds of runs points to a
+// race), then the memory it used.
+void Runner::finish(Candidate& c, ProblemData& d) {
+  if (c.m.status != Status::ok || !c.run) return;
+  try {
+    if (config_.recheck_after_timing) {
+      poison(d.bufs, d.p, stream_);
+      c.run_into_outputs();
+      FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      if (const std::string why = compare_with_reference(d, c.m); !why.empty()) {
+        c.m.status = Status::failed;
+        c.m.note = "correct before timing, wrong after it (a race?): " + why;
+      }
+    }
+    record_peak_memory(*c.impl, *c.run, d, c.m);
+  } catch (const std::exception& e) {
+    record_exception(c.m, e);
+    if (c.m.status == Status::error) ensure_context_usable(c.m.key);
+  }
+  c.run.reset();  // its workspaces go now, not at the end of the problem
 }
 
 // Poisoned outputs, one run, then float64 rows (forward) and the whole outputs. The reference's
@@ -527,24 +664,6 @@ bool Runner::check_output(const std::function<void()>& run_into_outputs, bool is
   return false;
 }
 
-// do_bench's timing, then the same check once more: a result that moves after hundreds of runs
-// points to a race.
-void Runner::time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_outputs,
-                              ProblemData& d, Measurement& m) {
-  const Timing t = do_bench(run, stream_, *flusher_, config_.budget);
-  m.ms = t.ms;
-  m.reps = t.plan.reps;
-  m.tflops = tflops_per_s(attention_flops(d.p), t.ms.median);
-  if (!config_.recheck_after_timing) return;
-  poison(d.bufs, d.p, stream_);
-  run_into_outputs();
-  FA2_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (const std::string why = compare_with_reference(d, m); !why.empty()) {
-    m.status = Status::failed;
-    m.note = "correct before timing, wrong after it (a race?): " + why;
-  }
-}
-
 // Memory while it runs: what its allocator reports, or what we count.
 void Runner::record_peak_memory(const Implementation& impl, const PreparedRun& run, const ProblemData& d,
                                 Measurement& m) const {
@@ -567,13 +686,15 @@ void Runner::log_measurement(const Measurement& m, bool is_ref, bool timed) {
     log_ << "  " << m.key << "  checked (reference only, not timed)\n";
   } else if (m.status == Status::ok) {
     char line[400];
+    const std::string rounds =
+        m.round_ms.size() > 1 ? std::to_string(m.round_ms.size()) + " rounds, median of the rounds' medians, " : "";
     std::snprintf(line, sizeof line,
-                  "  %-12s ok  %9.4f ms  %7.1f TF/s  peak %8.1f MiB  |err| vs %s %s, vs fp64 %s  (%d reps%s%s)\n",
+                  "  %-12s ok  %9.4f ms  %7.1f TF/s  peak %8.1f MiB  |err| vs %s %s, vs fp64 %s  (%s%d reps%s%s%s)\n",
                   m.key.c_str(), m.ms.median, m.tflops, m.peak_bytes.value_or(0.0) / (1024.0 * 1024.0),
                   is_ref ? "itself" : config_.reference_key.c_str(), m.max_err_ref ? sci(*m.max_err_ref).c_str() : "-",
-                  m.max_err_fp64 ? sci(*m.max_err_fp64).c_str() : "-", m.reps, m.backend.empty() ? "" : ", backend ",
-                  m.backend.c_str());
-    log_ << line;
+                  m.max_err_fp64 ? sci(*m.max_err_fp64).c_str() : "-", rounds.c_str(), m.reps,
+                  m.timing == "isolated" ? " isolated" : "", m.backend.empty() ? "" : ", backend ", m.backend.c_str());
+    log_ << line << "      GPU after timing: " << format_sample(m.gpu) << "\n";
   } else {
     log_ << "  " << m.key << "  " << to_string(m.status) << ": " << m.note << "\n";
   }

@@ -1,8 +1,9 @@
 // The benchmark's driver: for every problem it makes fresh random inputs on the device, checks
 // every implementation's output (poisoned with NaN first) against the reference kernel on the
 // whole tensor and against float64 on sampled rows, times only those that pass (do_bench
-// style), checks once more after timing, and records memory. Used by step07_bench, the demo and
-// the GPU tests.
+// style, or in rounds that rotate their order with --repeat), reads the GPU's clocks, power and
+// temperature after each timing (NVML), checks once more after timing, and records memory. Used
+// by step07_bench, the demo and the GPU tests.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -18,6 +19,7 @@
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/implementation.hpp"
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/timing.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
@@ -31,8 +33,9 @@ struct DeviceInfo {
   int sm_count = 0;
   std::size_t l2_bytes = 0;
   std::size_t total_memory = 0;
-  std::optional<int> sm_clock_khz;   // peak, from cudaDevAttrClockRate (no NVML: not the current clock)
+  std::optional<int> sm_clock_khz;   // peak, from cudaDevAttrClockRate (the current clock is NVML's)
   std::optional<int> mem_clock_khz;  // peak, from cudaDevAttrMemoryClockRate
+  std::string pci_bus_id;            // how NVML finds the same device
   int mem_bus_bits = 0;
   int driver_version = 0, runtime_version = 0;
   std::string cublas_version;
@@ -46,7 +49,11 @@ struct DeviceInfo {
 std::vector<Implementation> assemble_registry(std::vector<Implementation> torch);
 
 struct RunnerConfig {
-  TimingBudget budget;
+  TimingBudget budget;  // per measurement, or per round with --repeat
+  // --repeat: rounds per problem. Above 1, every selected implementation is checked first, then
+  // timed once per round in rotation_order(round), then checked again; the measurement holds the
+  // median over rounds and each round's time, so that pairs can be compared round by round.
+  int rounds = 1;
   std::uint64_t seed = 0;
   std::string reference_key = variants::kStep05Key;  // step05's kernel: see README.md for why it is the reference
   double atol = 2e-2;                                // bf16 outputs: a few ulps of bf16 near 1 (2^-8 = 0.004)
@@ -78,24 +85,30 @@ class Runner {
   Ceilings measure_ceilings();
 
   cudaStream_t stream() const { return stream_; }
+  const Nvml& nvml() const { return nvml_; }  // the device's NVML, or why there is none
   const std::vector<Implementation>& implementations() const { return impls_; }
   std::size_t flush_bytes() const { return flusher_->bytes(); }
 
  private:
   struct ProblemData;  // one problem's device buffers, sampled rows and reference output
+  struct Candidate;    // one implementation on one problem: its measurement and prepared run
 
   // One problem: fresh inputs, then every selected implementation checked, timed and logged.
   void run_problem(const Problem& p, std::size_t index, const std::vector<std::string>& keys,
                    std::vector<Measurement>& out);
   void log_problem_header(const Problem& p);
   std::string memory_shortfall(const Problem& p, std::size_t elems) const;  // "" when it fits
-  // One implementation on one problem: check, then (when `timed`) time, recheck, memory.
-  Measurement measure(const Implementation& impl, ProblemData& d, bool timed);
+  // Prepares and checks one implementation; it keeps its prepared run when it passed and is to be
+  // timed (`timed`).
+  Candidate check(const Implementation& impl, ProblemData& d, bool timed);
+  // `rounds` rounds over the candidates that hold a prepared run, in rotation_order; one that
+  // throws is dropped from later rounds with its error recorded.
+  void time_rounds(std::vector<Candidate*>& candidates, int rounds);
+  // After timing: the same check once more, then memory.
+  void finish(Candidate& c, ProblemData& d);
   std::string run_reference_forward(ProblemData& d);  // a backward's O and L; "" when done
   bool check_output(const std::function<void()>& run_into_outputs, bool is_ref, ProblemData& d, Measurement& m);
   std::string compare_with_reference(ProblemData& d, Measurement& m);
-  void time_and_recheck(const std::function<void()>& run, const std::function<void()>& run_into_outputs, ProblemData& d,
-                        Measurement& m);
   void record_peak_memory(const Implementation& impl, const PreparedRun& run, const ProblemData& d,
                           Measurement& m) const;
   void log_measurement(const Measurement& m, bool is_ref, bool timed);
@@ -105,6 +118,7 @@ class Runner {
   std::ostream& log_;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<L2Flusher> flusher_;
+  Nvml nvml_;
 };
 
 }  // namespace fa2::bench

@@ -1,6 +1,7 @@
-// The figures of step07's GUIDE.md (see figures.hpp): the host copies of the kernel's formulas,
-// a schematic pipeline schedule and the roofline's points, drawn on common/svg_canvas.hpp.
-// Every coordinate is printed with one decimal, so the output is the same on every machine.
+// The figures of step07's GUIDE.md and APPENDIX.md (see figures.hpp): the kernels' own host-device formulas
+// (kernels/fast/layouts.hpp, kernels/fast/tile_scheduler.hpp), a schematic pipeline schedule and the roofline's points,
+// drawn on common/svg_canvas.hpp. Every coordinate is printed with one decimal, so the output is the same on every
+// machine.
 #include "step07_benchmark/harness/figures.hpp"
 
 #include <algorithm>
@@ -20,6 +21,8 @@
 #include "common/svg_canvas.hpp"
 #include "common/svg_plot.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
+#include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
 
 namespace fa2::bench::figures {
 namespace {
@@ -62,33 +65,47 @@ bool operator==(const FragmentSlot& x, const FragmentSlot& y) {
   return x.lane == y.lane && x.reg == y.reg && x.half == y.half;
 }
 
+namespace {
+
+// The slot whose element `element(lane, reg, half)` (layouts.hpp's fragment layout) is (row, col).
+template <class Element>
+FragmentSlot owner_of(int row, int col, int regs, int halves, Element element) {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int reg = 0; reg < regs; ++reg)
+      for (int half = 0; half < halves; ++half) {
+        const fa2::fast::RowCol at = element(lane, reg, half);
+        if (at.row == row && at.col == col) return {lane, reg, half};
+      }
+  throw std::logic_error("no lane holds (" + std::to_string(row) + ", " + std::to_string(col) + ")");
+}
+
+}  // namespace
+
 FragmentSlot mma_a_fragment_owner(int row, int k) {
   check_range("A row", row, 0, 15);
   check_range("A k", k, 0, 15);
-  // a[0] (g, c..c+1)  a[1] (g+8, c..c+1)  a[2] (g, c+8..c+9)  a[3] (g+8, c+8..c+9)
-  return {4 * (row % 8) + (k % 8) / 2, row / 8 + 2 * (k / 8), k % 2};
+  return owner_of(row, k, 4, 2, fa2::fast::mma_a_element);
 }
 
 FragmentSlot mma_b_fragment_owner(int k, int col) {
   check_range("B k", k, 0, 15);
   check_range("B col", col, 0, 7);
-  // b0 (k c..c+1, n g)  b1 (k c+8..c+9, n g)
-  return {4 * col + (k % 8) / 2, k / 8, k % 2};
+  return owner_of(k, col, 2, 2, fa2::fast::mma_b_element);
 }
 
 FragmentSlot mma_c_fragment_owner(int row, int col) {
   check_range("C row", row, 0, 15);
   check_range("C col", col, 0, 7);
-  // d[0], d[1] (g, c..c+1)  d[2], d[3] (g+8, c..c+1)
-  return {4 * (row % 8) + col / 2, 2 * (row / 8) + col % 2, 0};
+  return owner_of(row, col, 4, 1, [](int lane, int reg, int) { return fa2::fast::mma_c_element(lane, reg); });
 }
 
 // ---- ldmatrix ---------------------------------------------------------------------------------------
 RowChunk ldmatrix_address(LdmatrixOrder order, int lane) {
   check_range("lane", lane, 0, 31);
-  // fa2_fast.cuh: addr_rows_then_chunks and addr_chunks_then_rows, with row0 = chunk0 = 0.
-  if (order == LdmatrixOrder::rows_then_chunks) return {(lane & 7) + 8 * ((lane >> 3) & 1), lane >> 4};
-  return {(lane & 7) + 8 * (lane >> 4), (lane >> 3) & 1};
+  // What fa2_fast.cuh's addr_rows_then_chunks and addr_chunks_then_rows add to (row0, chunk0).
+  const fa2::fast::RowCol at = order == LdmatrixOrder::rows_then_chunks ? fa2::fast::ldmatrix_rows_then_chunks(lane)
+                                                                        : fa2::fast::ldmatrix_chunks_then_rows(lane);
+  return {at.row, at.col};
 }
 
 BlockElement ldmatrix_element(LdmatrixOrder order, bool transposed, int lane, int matrix, int half) {
@@ -96,10 +113,9 @@ BlockElement ldmatrix_element(LdmatrixOrder order, bool transposed, int lane, in
   check_range("matrix", matrix, 0, 3);
   check_range("half", half, 0, 1);
   // Row r of matrix i comes from the address lane 8 i + r gave.
-  const int row_in_matrix = transposed ? 2 * (lane % 4) + half : lane / 4;
-  const int col_in_matrix = transposed ? lane / 4 : 2 * (lane % 4) + half;
-  const RowChunk src = ldmatrix_address(order, 8 * matrix + row_in_matrix);
-  return {src.row, src.chunk * kChunkElems + col_in_matrix};
+  const fa2::fast::RowCol in_matrix = fa2::fast::ldmatrix_received(lane, half, transposed);
+  const RowChunk src = ldmatrix_address(order, 8 * matrix + in_matrix.row);
+  return {src.row, src.chunk * kChunkElems + in_matrix.col};
 }
 
 // ---- shared memory -----------------------------------------------------------------------------------
@@ -125,11 +141,8 @@ int tile_offset(int row, int chunk, int D, SmemLayout layout) {
       return row * D + chunk * kChunkElems;
     case SmemLayout::padded:
       return row * (D + kStep05Pad) + chunk * kChunkElems;
-    case SmemLayout::swizzled: {
-      // fa2_fast.cuh's tile_offset: XOR the chunk with the row (the test compares the two texts).
-      const int c = chunks >= 8 ? chunk ^ (row & 7) : chunk ^ ((row >> 1) & 3);
-      return row * D + c * kChunkElems;
-    }
+    case SmemLayout::swizzled:  // fa2_fast.cuh's tile_offset
+      return row * D + fa2::fast::swizzled_chunk(row, chunk, chunks) * kChunkElems;
   }
   return 0;
 }
@@ -232,6 +245,29 @@ bool causal_visible(int q, int k, int n_q, int n_k, CausalAlign align) {
   check_range("q", q, 0, n_q - 1);
   check_range("k", k, 0, n_k - 1);
   return align == CausalAlign::top_left ? k <= q : k <= q + n_k - n_q;
+}
+
+// ---- the persistent schedule -----------------------------------------------------------------------
+std::vector<int> persistent_block_tiles(const ScheduleProblem& sp) {
+  check_range("blocks", sp.blocks, 1, 1 << 20);
+  check_range("block_m", sp.block_m, 1, 1 << 20);
+  check_range("block_n", sp.block_n, 1, 1 << 20);
+  const int n_q_tiles = (sp.n + sp.block_m - 1) / sp.block_m;
+  const auto run = [&](auto scheduler) {
+    std::vector<int> tiles(static_cast<std::size_t>(sp.blocks), 0);
+    for (int b = 0; b < sp.blocks; ++b) {
+      for (int k = 0, t = scheduler.item(0, b, sp.blocks); t < scheduler.items();
+           t = scheduler.item(++k, b, sp.blocks)) {
+        const int q0 = scheduler.work_tile(t).q_tile * sp.block_m;
+        tiles[static_cast<std::size_t>(b)] += sp.causal
+                                                  ? fa2::fast::key_tiles<true>(sp.n, sp.block_n, q0, sp.block_m, sp.n)
+                                                  : fa2::fast::key_tiles<false>(sp.n, sp.block_n, q0, sp.block_m, sp.n);
+      }
+    }
+    return tiles;
+  };
+  if (sp.causal) return run(fa2::fast::TileScheduler<true, true>{n_q_tiles, sp.heads});
+  return run(fa2::fast::TileScheduler<false, true>{n_q_tiles, sp.heads});
 }
 
 // ---- one row of the online softmax --------------------------------------------------------------------
@@ -642,7 +678,7 @@ std::string causal_alignment_svg() {
     x0 += 250;
   }
   s.notes(292, {"The two agree when N_q = N_k. Bottom-right with N_q > N_k leaves the first N_q - N_k queries with "
-                "no visible key: the masked-row case of GUIDE.md.",
+                "no visible key: the masked-row case of APPENDIX.md (A.9).",
                 "For such a row step05's -1e6 sentinel would average the masked values and v5's -inf would store "
                 "0 x (1 / 0) = NaN;",
                 "the flash-attn library stores 0 and an infinite logsumexp. With our top-left mask every query sees "

@@ -1,8 +1,9 @@
-// The figures of step07's GUIDE.md and the host copies of the device formulas they draw: the
-// mma.sync m16n8k16 fragment layout, ldmatrix's addresses, the shared-memory layouts (plain,
-// padded, XOR-swizzled) against the 32 banks, the cp.async pipeline, the causal masks and a
-// roofline from a results CSV. Host only; step07_figures writes them, step07_figures_tests checks
-// them against the kernel's formulas (ctest -L figures).
+// The figures of step07's GUIDE.md and APPENDIX.md, drawn from the kernels' own host-device formulas
+// (kernels/fast/layouts.hpp, tile_scheduler.hpp): the mma.sync m16n8k16 fragment layout,
+// ldmatrix's addresses, the shared-memory layouts (plain, padded, XOR-swizzled) against the 32
+// banks, the cp.async pipeline, the causal masks, v6's persistent schedule and a roofline from a
+// results CSV. Host only; step07_figures writes them, step07_figures_tests checks them (ctest -L
+// figures).
 #pragma once
 
 #include <optional>
@@ -11,13 +12,13 @@
 
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
+#include "step07_benchmark/kernels/fast/layouts.hpp"
 
 namespace fa2::bench::figures {
 
 // ---- mma.sync.m16n8k16 (bf16 in, fp32 accumulate): who holds which element ----------------------
-// mma_primitives.cuh's table (PTX ISA, "matrix fragments for mma.m16n8k16"), with g = lane / 4 and
-// c = 2 (lane % 4):  a[0] (g, c..c+1)  a[1] (g+8, c..c+1)  a[2] (g, c+8..c+9)  a[3] (g+8, c+8..c+9);
-// b0 (k c..c+1, n g)  b1 (k c+8..c+9, n g);  d[0], d[1] (g, c..c+1)  d[2], d[3] (g+8, c..c+1).
+// The inverse of layouts.hpp's mma_a_element, mma_b_element and mma_c_element (the PTX ISA's
+// table, "matrix fragments for mma.m16n8k16").
 struct FragmentSlot {
   int lane = 0;  // 0..31
   int reg = 0;   // index of the 32-bit register: a[0..3], b0/b1 (0/1), d[0..3]
@@ -31,8 +32,9 @@ FragmentSlot mma_c_fragment_owner(int row, int col);  // C and D: 16 x 8 (rows x
 
 // ---- ldmatrix.x4: a warp loads four 8 x 8 bf16 matrices of a 16 x 16 block ----------------------
 // Lane l gives the address of row l % 8 of matrix l / 8. fa2_fast.cuh takes the four matrices in
-// two orders: addr_rows_then_chunks (the A operand: Q, P; and V with .trans) and
-// addr_chunks_then_rows (two neighbouring 8-key B operands of K).
+// two orders (layouts.hpp's ldmatrix_rows_then_chunks and ldmatrix_chunks_then_rows):
+// addr_rows_then_chunks (the A operand: Q, P; and V with .trans) and addr_chunks_then_rows (two
+// neighbouring 8-key B operands of K).
 enum class LdmatrixOrder { rows_then_chunks, chunks_then_rows };
 struct RowChunk {
   int row = 0;    // 0..15 inside the block
@@ -50,10 +52,10 @@ struct BlockElement {
 BlockElement ldmatrix_element(LdmatrixOrder order, bool transposed, int lane, int matrix, int half);
 
 // ---- shared memory and its 32 banks ------------------------------------------------------------
-inline constexpr int kBanks = 32;      // 4-byte banks; a request is served in one pass (wavefront)
-inline constexpr int kBankBytes = 4;   // when no two of its addresses need different words of a bank
-inline constexpr int kChunkElems = 8;  // a 16-byte chunk: what cp.async moves and what an ldmatrix row is
-inline constexpr int kStep05Pad = 8;   // step05's kSmemPad (tile_dot.hpp): elements added to every row
+inline constexpr int kBanks = 32;     // 4-byte banks; a request is served in one pass (wavefront)
+inline constexpr int kBankBytes = 4;  // when no two of its addresses need different words of a bank
+using fa2::fast::kChunkElems;         // a 16-byte chunk: what cp.async moves and what an ldmatrix row is
+inline constexpr int kStep05Pad = 8;  // step05's kSmemPad (tile_dot.hpp): elements added to every row
 
 enum class SmemLayout {
   plain,     // row r, chunk c at r * D + 8 c (v5.1)
@@ -109,7 +111,17 @@ enum class CausalAlign {
 };
 bool causal_visible(int q, int k, int n_q, int n_k, CausalAlign align);
 
-// ---- one query row through the online softmax: the masked-row arithmetic of GUIDE.md ------------
+// ---- v6's persistent schedule (tile_scheduler.hpp) ---------------------------------------------------
+// The key tiles each of `blocks` persistent blocks computes over the whole launch, when the items
+// (query tiles of block_m rows of each of `heads` heads, N = n queries and keys) go as
+// TileScheduler sends them and each counts key_tiles. GUIDE.md's milestone 4 quotes it.
+struct ScheduleProblem {
+  int n = 4096, heads = 32, blocks = 132, block_m = 128, block_n = 128;
+  bool causal = true;
+};
+std::vector<int> persistent_block_tiles(const ScheduleProblem& sp);
+
+// ---- one query row through the online softmax: the masked-row arithmetic (APPENDIX A.9) ---------
 // Host copies in float32 of the two kernels' update (step05's flash_fwd_kernel.hpp with its -1e6
 // sentinel and exp; v5's online_softmax with -inf, exp2 and the m_use guard), one key tile of
 // `tile` keys at a time; head dim 1, so `values` holds one number per key.
@@ -177,8 +189,8 @@ FigureInputs read_inputs(const std::string& csv_path, const std::string& log_pat
 // The CSV's problem with this N, D and mask (B and H from its first such row), if it has one.
 std::optional<Problem> find_problem(const std::vector<Measurement>& results, int N, int D, bool causal);
 
-// All of them, in GUIDE.md's order. Throws std::invalid_argument when the results have no row for
-// the problem.
+// All of them, in the order of GUIDE.md and APPENDIX.md's part A. Throws std::invalid_argument when the results have no
+// row for the problem.
 std::vector<Figure> all_figures(const FigureInputs& in);
 
 }  // namespace fa2::bench::figures

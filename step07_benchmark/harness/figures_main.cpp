@@ -1,4 +1,4 @@
-// step07_figures: writes the figures of step07_benchmark/GUIDE.md (SVG) into a directory; the
+// step07_figures: writes the figures of step07_benchmark/GUIDE.md and APPENDIX.md (SVG) into a directory; the
 // roofline's points come from a results CSV and its ceilings from the same run's log.
 //   build/default/step07_benchmark/step07_figures step07_benchmark/results/h200_2026-11-29/step07_results.csv
 //       step07_benchmark/results/figures        (one command, from the repository root)
@@ -50,9 +50,9 @@ int write_figures(FigureOptions o) {
 int main(int argc, char** argv) {
   FigureOptions o;
   fa2::cli::Parser cli("step07_figures",
-                       "Writes the figures of step07_benchmark/GUIDE.md as SVG files into <out_dir>: the mma.sync\n"
-                       "fragment layout, ldmatrix, the shared-memory swizzle, the cp.async pipeline, the causal masks\n"
-                       "and a roofline whose points come from <results.csv>.");
+                       "Writes the figures of step07's GUIDE.md and APPENDIX.md as SVG files into <out_dir>: the\n"
+                       "mma.sync fragment layout, ldmatrix, the shared-memory swizzle, the cp.async pipeline, the\n"
+                       "causal masks and a roofline whose points come from <results.csv>.");
   cli.positional("<results.csv>", o.csv_path, "what step07_bench --out=DIR wrote: DIR/step07_results.csv")
       .positional("<out_dir>", o.out_dir, "an existing directory; the SVG files in it are overwritten")
       .text("--log", o.log_path, "FILE",

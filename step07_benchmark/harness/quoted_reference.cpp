@@ -1,12 +1,14 @@
-// The quoted H200 numbers (see quoted_reference.hpp), typed in from shared/reference/sdpa_h200.txt.
-// step07_tests recomputes every TFLOP/s value from its time with attention_flops(), which
-// checks both the transcription and that our FLOP count is the one the Python harness used.
+// The quoted H200 numbers (see quoted_reference.hpp), the same as
+// step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv. step07_tests compares the two, and
+// recomputes every TFLOP/s value from its time with attention_flops(), which checks that our FLOP
+// count is the one the Python harness used.
 #include "step07_benchmark/harness/quoted_reference.hpp"
 
 namespace fa2::bench {
 namespace {
 
-const char* const kSource = "shared/reference/sdpa_h200.txt (H200, 2026-11-29, PyTorch 2.11.0+cu130, Triton 3.6)";
+const char* const kSource =
+    "step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv (H200, 2026-11-29, PyTorch 2.11.0+cu130, Triton 3.6)";
 
 QuotedSeries make(const char* key, const char* name, std::vector<QuotedPoint> points) {
   QuotedSeries s;

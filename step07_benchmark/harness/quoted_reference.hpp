@@ -1,7 +1,8 @@
 // Numbers measured earlier on an H200 (same model) with the article's own Python harness,
 // quoted (not re-run) beside ours: the article's Triton kernel (16x16 tiles) and PyTorch's SDPA
-// backends through triton.testing.do_bench. Source: shared/reference/sdpa_h200.txt (2026-11-29,
-// PyTorch 2.11.0+cu130, cuDNN 9.19, Triton 3.6, B=4, H=8, D=64, bfloat16).
+// backends through triton.testing.do_bench. They are committed, with their source and date, in
+// step07_benchmark/results/quoted/ (README.md and the CSV it describes); step07_tests checks that
+// these numbers equal that file's.
 #pragma once
 
 #include <string>
@@ -19,9 +20,9 @@ struct QuotedPoint {
 };
 
 struct QuotedSeries {
-  std::string key;   // "triton-article"
-  std::string name;  // "article Triton 16x16, quoted"
-  std::string source;
+  std::string key;     // "triton-article"
+  std::string name;    // "article Triton 16x16, quoted"
+  std::string source;  // the committed file, the GPU and the date
   int B = 4, H = 8, D = 64;
   std::vector<QuotedPoint> points;
 

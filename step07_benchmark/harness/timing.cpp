@@ -2,9 +2,11 @@
 // caller's enqueue function.
 #include "step07_benchmark/harness/timing.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "common/cuda/cuda_check.hpp"
@@ -52,6 +54,26 @@ std::size_t l2_flush_bytes(int device) {
   return twice > do_bench_bytes ? twice : do_bench_bytes;
 }
 
+namespace {
+
+// The milliseconds between each pair of events, each checked to be a positive finite number.
+std::vector<double> read_times(const std::vector<CudaEvent>& starts, const std::vector<CudaEvent>& ends,
+                               const char* who) {
+  std::vector<double> out;
+  out.reserve(starts.size());
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const double ms = elapsed_ms(starts[i], ends[i]);
+    if (!std::isfinite(ms) || ms <= 0.0) {
+      throw std::runtime_error(std::string(who) + ": run " + std::to_string(i) + " took " + std::to_string(ms) +
+                               " ms; a timed function must enqueue work on the stream it was given");
+    }
+    out.push_back(ms);
+  }
+  return out;
+}
+
+}  // namespace
+
 Timing do_bench(const std::function<void()>& enqueue, cudaStream_t stream, L2Flusher& flusher,
                 const TimingBudget& budget) {
   Timing t;
@@ -85,16 +107,39 @@ Timing do_bench(const std::function<void()>& enqueue, cudaStream_t stream, L2Flu
   }
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-  t.samples.reserve(starts.size());
-  for (std::size_t i = 0; i < starts.size(); ++i) {
-    const double ms = elapsed_ms(starts[i], ends[i]);
-    if (!std::isfinite(ms) || ms <= 0.0) {
-      throw std::runtime_error("do_bench: run " + std::to_string(i) + " took " + std::to_string(ms) +
-                               " ms; a timed function must enqueue work on the stream it was given");
-    }
-    t.samples.push_back(ms);
-  }
+  t.samples = read_times(starts, ends, "do_bench");
   t.ms = summarize(t.samples);
+  return t;
+}
+
+Timing time_isolated(const std::function<void()>& enqueue, cudaStream_t stream, L2Flusher& flusher,
+                     const TimingBudget& budget, const std::function<void()>& after_each) {
+  if (budget.isolated_launches < 1) {
+    throw std::invalid_argument("time_isolated: isolated_launches must be >= 1, got " +
+                                std::to_string(budget.isolated_launches));
+  }
+  Timing t;
+  enqueue();  // as in do_bench: module loading and handles stay out of the timed launches
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream));
+  t.plan.warmup = 1;
+  t.plan.reps = budget.isolated_launches;
+  const auto gap = std::chrono::duration<double, std::milli>(budget.gap_ms);
+  std::vector<CudaEvent> starts(static_cast<std::size_t>(t.plan.reps));
+  std::vector<CudaEvent> ends(static_cast<std::size_t>(t.plan.reps));
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    std::this_thread::sleep_for(gap);
+    // The flush, enqueued with the launch rather than waited for, keeps the host's launch
+    // overhead outside the events, as in do_bench.
+    flusher.flush(stream);
+    FA2_CUDA_CHECK(cudaEventRecord(starts[i].get(), stream));
+    enqueue();
+    FA2_CUDA_CHECK(cudaEventRecord(ends[i].get(), stream));
+    FA2_CUDA_CHECK(cudaEventSynchronize(ends[i].get()));
+    if (after_each) after_each();
+  }
+  t.samples = read_times(starts, ends, "time_isolated");
+  t.ms = summarize(t.samples);
+  t.estimate_ms = t.ms.median;
   return t;
 }
 

@@ -1,6 +1,8 @@
 // The timing harness: triton.testing.do_bench in C++. A first call (module load, handles), an
 // estimate from a few runs, warm-up runs, then timed runs each preceded by an L2 flush and
-// bracketed by their own pair of CUDA events; the median of those is the number reported.
+// bracketed by their own pair of CUDA events; the median of those is the number reported. Beside
+// it, isolated launches (--isolated): one launch at a time after an idle gap, as a profiler
+// times it.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -60,5 +62,14 @@ struct Timing {
 // finite number.
 Timing do_bench(const std::function<void()>& enqueue, cudaStream_t stream, L2Flusher& flusher,
                 const TimingBudget& budget);
+
+// Times `enqueue` as a profiler sees one launch: after the first call, budget.isolated_launches
+// launches, each alone: the host waits budget.gap_ms with nothing queued (the GPU idles, its
+// clocks free to move), then enqueues an L2 flush and the launch between its events and waits for
+// it. `after_each` (optional) runs right after each launch has finished, e.g. to read NVML. The
+// plan reports 1 warm-up (the first call) and the launches. Throws as do_bench, and
+// std::invalid_argument when budget.isolated_launches < 1.
+Timing time_isolated(const std::function<void()>& enqueue, cudaStream_t stream, L2Flusher& flusher,
+                     const TimingBudget& budget, const std::function<void()>& after_each = {});
 
 }  // namespace fa2::bench

@@ -1,6 +1,7 @@
-// The variants table (variants.hpp). One row per kernel; what exists only in a build with CUDA (a
-// row's GPU launchers, the fast kernel's argument check) is there only then (FA2_VARIANTS_WITH_CUDA,
-// set by step07's CMakeLists.txt).
+// The variants table (variants.hpp), one KernelVariant per row of variants.def. What exists only in
+// a build with CUDA (the GPU launchers, the product's argument checks) is there only then
+// (FA2_VARIANTS_WITH_CUDA), and the ablations' launchers only with the lab
+// (FA2_VARIANTS_WITH_ABLATIONS); both are set by step07's CMakeLists.txt.
 #include "step07_benchmark/kernels/variants.hpp"
 
 #include <algorithm>
@@ -9,16 +10,19 @@
 #include <utility>
 #include <vector>
 
-#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
 #include "step07_benchmark/kernels/ladder/ladder.hpp"
 #include "step07_benchmark/kernels/step05_tiles.hpp"
 
 #if FA2_VARIANTS_WITH_CUDA
 #include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
+#include "step07_benchmark/kernels/fast/flash_attention.hpp"
 #define FA2_GPU_ONLY(fn) (fn)
 #else
 #define FA2_GPU_ONLY(fn) nullptr
+#endif
+#if FA2_VARIANTS_WITH_ABLATIONS
+#include "step07_benchmark/kernels/fast/fa2_lab.hpp"
 #endif
 
 namespace fa2::variants {
@@ -28,14 +32,85 @@ bool KernelVariant::builds(DType dtype, int head_dim) const {
          std::find(head_dims.begin(), head_dims.end(), head_dim) != head_dims.end();
 }
 
+bool ablations_built() {
+#if FA2_VARIANTS_WITH_ABLATIONS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string not_built_reason(const KernelVariant& v) {
+  if (!v.ablation || ablations_built()) return {};
+  return v.key +
+         " is an ablation: its kernels are in the lab library, which this build leaves out (configure with "
+         "-DFA2_BUILD_ABLATIONS=ON, as the sm90 preset does)";
+}
+
 namespace {
 
-// A row of the fast backward's sweep: GPU only, bf16, no forward of its own.
-KernelVariant bwd_row(std::string key, std::string label, std::string adds, std::vector<int> head_dims,
-                      CudaBwdLaunchFn backward) {
-  KernelVariant v{std::move(key), std::move(label), std::move(adds), "fast", std::move(head_dims), {DType::bfloat16}};
-  v.cuda_backward = backward;
-  v.passes = "backward";
+KernelVariant kernel_row(std::string key, std::string label, std::string adds, std::string family,
+                         std::vector<int> head_dims, std::vector<DType> dtypes, std::string passes, HostLaunchFn host,
+                         CudaLaunchFn cuda, HostBwdLaunchFn host_backward, CudaBwdLaunchFn cuda_backward) {
+  KernelVariant v{std::move(key),    std::move(label),     std::move(adds),
+                  std::move(family), std::move(head_dims), std::move(dtypes)};
+  v.host = host;
+  v.cuda = cuda;
+  v.host_backward = host_backward;
+  v.cuda_backward = cuda_backward;
+  v.passes = std::move(passes);
+  return v;
+}
+
+// A row of the lab: v5's forward ("fast" family) or v6's ("hopper"), or v5's backward.
+enum class Kind { v5, v5b, v6 };
+
+KernelVariant ablation_row(std::string key, std::string label, std::string adds, std::vector<int> head_dims,
+                           Kind kind) {
+  KernelVariant v{key,
+                  std::move(label),
+                  std::move(adds),
+                  kind == Kind::v6 ? "hopper" : "fast",
+                  std::move(head_dims),
+                  {DType::bfloat16}};
+  v.ablation = true;
+  v.passes = kind == Kind::v5b ? "backward" : "forward";
+#if FA2_VARIANTS_WITH_CUDA
+  if (kind == Kind::v5) v.refuses = &fast::unsupported_reason;
+  if (kind == Kind::v6) v.refuses = &fast::hopper_unsupported_reason;
+#endif
+#if FA2_VARIANTS_WITH_ABLATIONS
+  if (kind == Kind::v5b) {
+    v.cuda_backward = fast::lab::backward_launcher(key);
+  } else {
+    v.cuda = fast::lab::forward_launcher(key);
+  }
+#endif
+  return v;
+}
+
+// A row of the product (flash_attention.hpp): its tuned v5, its tuned v6, or "fast".
+enum class Entry { v5, v6, best };
+
+KernelVariant product_row(std::string key, std::string label, std::string adds, std::string family,
+                          std::vector<int> head_dims, std::string passes, Entry entry) {
+  KernelVariant v{std::move(key),    std::move(label),     std::move(adds),
+                  std::move(family), std::move(head_dims), {DType::bfloat16}};
+#if FA2_VARIANTS_WITH_CUDA
+  v.cuda = entry == Entry::v5   ? &fast::flash_fwd_fast
+           : entry == Entry::v6 ? &fast::flash_fwd_hopper
+                                : &fast::flash_fwd_best;
+  if (entry == Entry::v6) {
+    v.refuses = &fast::hopper_unsupported_reason;
+  } else {
+    v.refuses = &fast::unsupported_reason;
+  }
+  if (passes.find("backward") != std::string::npos) v.cuda_backward = &fast::flash_bwd_fast;
+  if (entry == Entry::best) v.chooses = &fast::best_forward;
+#else
+  (void)entry;
+#endif
+  v.passes = std::move(passes);
   return v;
 }
 
@@ -43,438 +118,18 @@ KernelVariant bwd_row(std::string key, std::string label, std::string adds, std:
 
 const std::vector<KernelVariant>& kernel_variants() {
   using enum DType;
-  const std::vector<int> all = {16, 32, 64, 128}, d64 = {64}, d64_128 = {64, 128};
   static const std::vector<KernelVariant> table = {
-      {kStep05Key,
-       "step05 kernel",
-       "the article's design: 16 x 16 tiles, 4 warps, WMMA through shared memory",
-       "ours",
-       all,
-       {float32, bfloat16},
-       &flash_fwd_host,
-       FA2_GPU_ONLY(&flash_fwd_cuda),
-       nullptr,
-       &flash_bwd_host,
-       FA2_GPU_ONLY(&flash_bwd_cuda),
-       "forward, backward"},
-      {"ours32x32",
-       "32 x 32 tiles",
-       "step05's kernel with 32 x 32 tiles, 4 warps",
-       "ours",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&tiles::step05_32x32_w4)},
-      {"ours64x64",
-       "64 x 64 tiles",
-       "step05's kernel with 64 x 64 tiles, 8 warps (variant 1)",
-       "ours",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&tiles::step05_64x64_w8)},
-      {"ours128x64",
-       "128 x 64 tiles",
-       "step05's kernel with 128 x 64 tiles, 16 warps",
-       "ours",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&tiles::step05_128x64_w16)},
-      {"v2",
-       "causal skip",
-       "the key loop stops at the diagonal",
-       "ladder",
-       all,
-       {float32, bfloat16},
-       &ladder::v2_host,
-       FA2_GPU_ONLY(&ladder::v2_cuda)},
-      {"v3",
-       "exp2",
-       "v2 + scale * log2(e) folded into the scores, 2^x instead of e^x",
-       "ladder",
-       all,
-       {float32, bfloat16},
-       &ladder::v3_host,
-       FA2_GPU_ONLY(&ladder::v3_cuda)},
-      {"v4",
-       "masks where needed",
-       "v3 + the mask only on the padded last tile and the diagonal tiles",
-       "ladder",
-       all,
-       {float32, bfloat16},
-       &ladder::v4_host,
-       FA2_GPU_ONLY(&ladder::v4_cuda)},
-      {"v5.1",
-       "w8 1-stage unswizzled",
-       "registers, mma.sync and ldmatrix; cp.async without prefetch; plain layout",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_no_swizzle_one_stage),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.2",
-       "w8 1-stage",
-       "v5.1 + XOR-swizzled shared memory (no bank conflicts)",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_one_stage),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.3",
-       "w8 2-stage",
-       "v5.2 + double-buffered K/V (tile j+1 loads during tile j)",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w8_joint_wait),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.4",
-       "w4x2",
-       "v5.3 with 32 rows per warp: K/V fragments used twice per load",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_joint_wait),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.5",
-       "w4x2 split-wait",
-       "v5.4 + separate K and V waits: V lands while S computes",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_split_wait),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.6",
-       "w4x2 O-smem",
-       "v5.5 + O staged in shared memory, stored in 16-byte chunks",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_o_smem),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.7",
-       "w4x2 pairs",
-       "v5.5 + causal blocks take query tiles i and n-1-i",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_pairs),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.8",
-       "w4x2 Q-smem",
-       "v5.5 with Q re-read from shared memory (frees registers)",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_q_smem),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.9",
-       "128x128 Q-smem",
-       "v5.8 with 128-key tiles",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_bn128_q_smem),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.10",
-       "128x128 all",
-       "v5.9 + O-smem + pairs",
-       "fast",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_bn128_all),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.11",
-       "w4x2 O-smem+pairs",
-       "v5.5 + O-smem + pairs",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_o_pairs),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.12",
-       "w4x2 all",
-       "v5.11 with Q re-read from shared memory",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_all),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.13",
-       "w4 O-smem+pairs",
-       "64-row blocks, 4 warps of 16 rows",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4_o_pairs),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.14",
-       "w8 O-smem+pairs",
-       "v5.11 with 8 warps of 16 rows (16 warps per SM)",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w8_o_pairs),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.15",
-       "w8 overlap",
-       "v5.14 + S of tile j+1 computed during the softmax of tile j",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w8_overlap),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.16",
-       "w4x2 overlap",
-       "v5.12 + the overlap",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4x2_overlap),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      {"v5.17",
-       "w4 overlap",
-       "v5.13 + the overlap",
-       "fast",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v5_w4_overlap),
-       FA2_GPU_ONLY(&fast::unsupported_reason)},
-      // The backward's sweep: backward-only rows (no forward launcher), v5's backward in turn.
-      bwd_row("v5b.1", "bwd m64 KV-regs", "64 queries per step, K/V fragments in registers", {32, 64},
-              FA2_GPU_ONLY(&fast::v5_bwd_m64_regs)),
-      bwd_row("v5b.2", "bwd m64", "v5b.1 with K/V re-read from shared memory (frees registers)", d64_128,
-              FA2_GPU_ONLY(&fast::v5_bwd_m64_smem)),
-      bwd_row("v5b.3", "bwd m128", "v5b.2 with 128 queries per step", d64, FA2_GPU_ONLY(&fast::v5_bwd_m128_smem)),
-      bwd_row("v5b.4", "bwd m32 KV-regs", "v5b.1 with 32 queries per step", d64_128,
-              FA2_GPU_ONLY(&fast::v5_bwd_m32_regs)),
-      bwd_row("v5b.5", "bwd m32", "v5b.2 with 32 queries per step", d64_128, FA2_GPU_ONLY(&fast::v5_bwd_m32_smem)),
-      bwd_row("v5b.6", "bwd m64 KV-regs deferred", "v5b.1 + dQ's share one step later: one barrier per step", d64,
-              FA2_GPU_ONLY(&fast::v5_bwd_m64_regs_deferred)),
-      bwd_row("v5b.7", "bwd m64 deferred", "v5b.2 + the deferred dQ", d64_128,
-              FA2_GPU_ONLY(&fast::v5_bwd_m64_deferred)),
-      bwd_row("v5b.8", "bwd m32 deferred", "v5b.5 + the deferred dQ", d64_128,
-              FA2_GPU_ONLY(&fast::v5_bwd_m32_deferred)),
-      bwd_row("v5b.9", "bwd w4 m64 KV-regs deferred", "v5b.6 in blocks of 4 warps, 64 keys: two blocks per SM", d64,
-              FA2_GPU_ONLY(&fast::v5_bwd_w4_m64_regs_deferred)),
-      bwd_row("v5b.10", "bwd w4 m32 deferred", "v5b.8 in blocks of 4 warps: two blocks per SM", d64_128,
-              FA2_GPU_ONLY(&fast::v5_bwd_w4_m32_deferred)),
-      bwd_row("v5b.11", "bwd w4 32-key warps m32",
-              "v5b.8 in 4 warps of 32 keys each: each Q/dO fragment feeds two tiles", {32, 64},
-              FA2_GPU_ONLY(&fast::v5_bwd_w4_k2_m32_deferred)),
-      bwd_row("v5b.12", "bwd w4 32-key warps m64", "v5b.11 with 64 queries per step", d64,
-              FA2_GPU_ONLY(&fast::v5_bwd_w4_k2_m64_deferred)),
-      bwd_row("v5b.13", "bwd w8 32-key warps m32", "v5b.11 with 8 warps: 256 keys per block, one block per SM", d64,
-              FA2_GPU_ONLY(&fast::v5_bwd_k2_m32_deferred)),
-      // Variant 6: the forward on Hopper's wgmma (sm_90 GPUs, a build with 90 in its architectures).
-      {"v6.1",
-       "wgmma",
-       "v5's forward with wgmma: 2 warpgroups of 64 rows, 128-key tiles, Q and K read from shared memory",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_lockstep),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.2",
-       "wgmma overlap",
-       "v6.1 + S of tile j+1 and P V of tile j computing during the softmax; 3 K/V stages",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_overlap),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.3",
-       "wgmma overlap 64-key",
-       "v6.2 with 64-key tiles and 4 stages (two blocks per SM at head dim 64)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_overlap_bn64),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.4",
-       "wgmma overlap 3 warpgroups",
-       "v6.2 with 3 warpgroups (192 rows) and 4 stages",
-       "hopper",
-       d64,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_overlap_wg3),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.5",
-       "wgmma overlap 3 warpgroups 64-key",
-       "v6.4 with 64-key tiles, at head dims 64 and 128",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_overlap_wg3_bn64),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.6",
-       "TMA + producer warp",
-       "v6.2 fed by a producer warp: TMA loads into a ring of 4 stages (3 at head dim 128) on mbarriers; "
-       "the warpgroups never meet at a barrier",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_tma),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.7",
-       "TMA 64-key",
-       "v6.6 with 64-key tiles and 4 stages",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_tma_bn64),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.8",
-       "TMA 3 warpgroups",
-       "v6.6 with 3 warpgroups (192 rows; 64-key tiles at head dim 128)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_tma_wg3),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.9",
-       "TMA ping-pong",
-       "v6.6 with the two warpgroups taking turns to issue their products (named barriers)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_tma_pingpong),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.10",
-       "TMA store",
-       "v6.9 with O leaving through shared memory, stored by TMA in the background (2 stages at head dim 128)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_store_tma),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.11",
-       "persistent",
-       "v6.10 with one block per SM walking the query tiles, heaviest first: the next tile loads during the epilogue",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.12",
-       "persistent 3 warpgroups",
-       "v6.8 with one block per SM walking the query tiles, heaviest first (O from registers)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_wg3),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.13",
-       "lazy rescale",
-       "v6.11 skipping O *= alpha in a warp whose rows all kept their running maximum (most tiles, once they settle)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_lazy),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.14",
-       "persistent 176-key",
-       "v6.11 with 176-key tiles and O from registers (2 stages at head dim 128, 4 at 64); causal: 128-key tiles",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_bn176),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.15",
-       "FMA exponentials",
-       "v6.11 with an eighth of the softmax's 2^x from a cubic on the FMA units, the rest on MUFU",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_fma_exp),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.16",
-       "persistent 3 warpgroups, FMA exponentials",
-       "v6.12 with an eighth of the softmax's 2^x from a cubic on the FMA units, the rest on MUFU",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_wg3_fma_exp),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6.17",
-       "persistent, Q handed back early",
-       "v6.11 with each warp handing Q back after its last S, not its last product: the next Q loads a tile earlier",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::v6_persistent_early_q),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v6",
-       "tuned wgmma",
-       "v6.8, v6.12, v6.14 or v6.17 chosen by head dim, causal flag and the query rows to spread over the SMs (sm_90 "
-       "only)",
-       "hopper",
-       d64_128,
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::flash_fwd_hopper),
-       FA2_GPU_ONLY(&fast::hopper_unsupported_reason)},
-      {"v5",
-       "tuned",
-       "the configuration chosen per head dim and causal flag from the sweep (forward and backward)",
-       "fast",
-       {32, 64, 128},
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::flash_fwd_fast),
-       FA2_GPU_ONLY(&fast::unsupported_reason),
-       nullptr,
-       FA2_GPU_ONLY(&fast::flash_bwd_fast),
-       "forward, backward"},
-      {"fast",
-       "v6 or v5",
-       "the fast forward users call: v6 where it runs (an sm_90 GPU, sm_90a code, head dim 64 or 128), v5 "
-       "elsewhere; v5's backward",
-       "fast",
-       {32, 64, 128},
-       {bfloat16},
-       nullptr,
-       FA2_GPU_ONLY(&fast::flash_fwd_best),
-       FA2_GPU_ONLY(&fast::unsupported_reason),
-       nullptr,
-       FA2_GPU_ONLY(&fast::flash_bwd_fast),
-       "forward, backward",
-       FA2_GPU_ONLY(&fast::best_forward)},
+#define FA2_UNPAREN(...) __VA_ARGS__
+#define FA2_KERNEL(key, label, adds, family, head_dims, dtypes, passes, host, cuda, host_backward, cuda_backward) \
+  kernel_row(key, label, adds, family, {FA2_UNPAREN head_dims}, {FA2_UNPAREN dtypes}, passes, host,               \
+             FA2_GPU_ONLY(cuda), host_backward, FA2_GPU_ONLY(cuda_backward)),
+#define FA2_V5(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v5),
+#define FA2_V5B(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v5b),
+#define FA2_V6(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v6),
+#define FA2_TUNED(key, label, adds, family, head_dims, passes, entry) \
+  product_row(key, label, adds, family, {FA2_UNPAREN head_dims}, passes, Entry::entry),
+#include "step07_benchmark/kernels/variants.def"
+#undef FA2_UNPAREN
   };
   return table;
 }

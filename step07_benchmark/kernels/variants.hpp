@@ -1,9 +1,11 @@
-// The one table of our FlashAttention kernels: step05's kernel, variant 1 (its larger tiles),
-// the ladder (v2-v4), the fast kernel's configurations (v5.1-v5.17), its backward's (v5b.1-v5b.13),
-// v6 on Hopper (v6.1-v6.14 and v6, their tuned choice), then v5, the tuned forward and backward,
-// and "fast", the forward users get: v6 where it runs, v5 elsewhere.
-// The benchmark registers every row, the tests run every row on its paths, and step07's
-// README shows the table that variants_markdown() prints (a test keeps the two equal).
+// The one table of our FlashAttention kernels, read from its rows in variants.def: step05's kernel,
+// variant 1 (its larger tiles), the ladder (v2-v4), the fast kernel's configurations (v5.1-v5.17),
+// its backward's (v5b.1-v5b.13), v6 on Hopper (v6.1-v6.17), then the product's entries: v6 and v5,
+// the tuned choices, and "fast", the forward users get: v6 where it runs, v5 elsewhere.
+// The benchmark registers every row that has a launcher in this build, the tests run every row on
+// its paths, and step07's README shows the table that variants_markdown() prints (a test keeps
+// the two equal). The ablations (v5.x, v5b.x, v6.x) have launchers only in a build with
+// FA2_BUILD_ABLATIONS (the lab library); their rows are in the table either way.
 //
 //   for (const auto& v : fa2::variants::kernel_variants()) if (v.host) v.host(args);
 #pragma once
@@ -21,11 +23,11 @@ struct KernelVariant {
   std::string key;     // names CSV rows, table columns and --impl: "v5.4"
   std::string label;   // a few words after the key: "w4x2"
   std::string adds;    // what it changes in the variant it builds on
-  std::string family;  // "ours" (step05's kernel), "ladder" (v2-v4), "fast" (v5)
+  std::string family;  // "ours" (step05's kernel), "ladder" (v2-v4), "fast" (v5), "hopper" (v6)
   std::vector<int> head_dims;
   std::vector<DType> dtypes;
   HostLaunchFn host = nullptr;  // the host path, for the kernels that have one
-  CudaLaunchFn cuda = nullptr;  // the GPU launcher; null in a build without CUDA and in v5b.*
+  CudaLaunchFn cuda = nullptr;  // the GPU launcher; null in a build without CUDA (or without the lab) and in v5b.*
   // "" when the kernel can run these arguments, otherwise why not (e.g. the fast kernel's
   // 16-byte alignment); null: validate() says everything.
   std::string (*refuses)(const FlashFwdArgs&) = nullptr;
@@ -39,6 +41,8 @@ struct KernelVariant {
   // For a row that picks one of several kernels at run time ("fast"): which one these arguments
   // get and why (the benchmark prints it); null for the others.
   std::string (*chooses)(const FlashFwdArgs&) = nullptr;
+  // An ablation (v5.x, v5b.x, v6.x): its launchers are the lab's, null in a build without it.
+  bool ablation = false;
 
   std::string name() const { return key + " " + label; }
   bool builds(DType dtype, int head_dim) const;
@@ -48,6 +52,11 @@ struct KernelVariant {
 inline constexpr const char* kStep05Key = "ours16";
 
 const std::vector<KernelVariant>& kernel_variants();
+
+// Whether this build has the lab (FA2_BUILD_ABLATIONS with CUDA): the ablations' launchers.
+bool ablations_built();
+// Why an ablation row has no launcher in this build ("" when it has, or is no ablation).
+std::string not_built_reason(const KernelVariant& v);
 
 // The row with this key; std::invalid_argument naming the keys there are when none has it.
 const KernelVariant& kernel_variant(std::string_view key);

@@ -1,7 +1,8 @@
-// step07_figures' tests: every figure is well-formed SVG; the host copies of the fast kernel's
-// formulas (fragment layout, ldmatrix addresses, swizzle) agree with the kernel's own text and with
-// each other; the pipeline, masks, masked-row arithmetic and roofline say what GUIDE.md says; and
-// the committed SVGs equal what the program writes now. No GPU needed.
+// step07_figures' tests: every figure is well-formed SVG; the kernels' host-device formulas it
+// draws (layouts.hpp: fragment layout, ldmatrix addresses, swizzle, P from S; tile_scheduler.hpp:
+// the causal key tiles and v6's persistent schedule) agree with each other and with what GUIDE.md
+// says; the pipeline, masks, masked-row arithmetic and roofline say what APPENDIX.md says; and the
+// committed SVGs equal what the program writes now. No GPU needed.
 //   ctest --test-dir build/<preset> -L figures
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,8 @@
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/figures.hpp"
+#include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
 
 using namespace fa2::bench;
 using namespace fa2::bench::figures;
@@ -36,30 +39,6 @@ std::string read(const std::string& relative) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The text with each line's leading "//" dropped and runs of spaces collapsed, so that a
-// re-formatted kernel file (or a comment wrapped differently) still matches its formula.
-std::string squeeze(const std::string& text) {
-  std::string out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    const std::size_t first = line.find_first_not_of(" \t");
-    if (first != std::string::npos && line.compare(first, 2, "//") == 0) line.erase(0, first + 2);
-    for (char ch : line + "\n") {
-      const bool space = ch == ' ' || ch == '\t' || ch == '\n';
-      if (space && (out.empty() || out.back() == ' ')) continue;
-      out += space ? ' ' : ch;
-    }
-  }
-  if (!out.empty() && out.back() == ' ') out.pop_back();
-  return out;
-}
-
-void check_kernel_has(const std::string& file, const std::string& formula, const std::string& mirror) {
-  CHECK_MESSAGE(squeeze(read(file)).find(squeeze(formula)) != std::string::npos,
-                file << " no longer contains '" << formula << "': update " << mirror
-                     << " in step07_benchmark/harness/figures.cpp (and this test) to the kernel's formula");
 }
 
 FigureInputs committed_inputs() {
@@ -204,16 +183,8 @@ TEST_SUITE("figures") {
     CHECK(svg.find("source &lt;with&gt; &amp; markup") != std::string::npos);
   }
 
-  TEST_CASE("figures: the mma fragment owners follow mma_primitives.cuh's table, each slot exactly once") {
-    // The table the host copy mirrors, as the kernel's comment states it.
-    const std::string prims = "step07_benchmark/kernels/fast/mma_primitives.cuh";
-    check_kernel_has(prims, "Fragment layouts (g = lane / 4, c = 2 (lane % 4)):", "the mma_*_fragment_owner functions");
-    check_kernel_has(prims, "a[0] (g, c..c+1) a[1] (g+8, c..c+1) a[2] (g, c+8..c+9) a[3] (g+8, c+8..c+9)",
-                     "mma_a_fragment_owner");
-    check_kernel_has(prims, "b0 (k c..c+1, n g) b1 (k c+8..c+9, n g)", "mma_b_fragment_owner");
-    check_kernel_has(prims, "d[0], d[1] (g, c..c+1) d[2], d[3] (g+8, c..c+1)", "mma_c_fragment_owner");
-
-    // A few elements worked by hand from that table.
+  TEST_CASE("figures: the mma fragment owners follow the PTX ISA's table (layouts.hpp), each slot exactly once") {
+    // A few elements worked by hand from the table (g = lane / 4, c = 2 (lane % 4)).
     CHECK(mma_a_fragment_owner(0, 0) == FragmentSlot{0, 0, 0});
     CHECK(mma_a_fragment_owner(9, 3) == FragmentSlot{5, 1, 1});    // g = 1, c = 2: a[1], high half
     CHECK(mma_a_fragment_owner(2, 12) == FragmentSlot{10, 2, 0});  // g = 2, c + 8 = 12: a[2]
@@ -254,15 +225,20 @@ TEST_SUITE("figures") {
   }
 
   TEST_CASE("figures: ldmatrix in the kernel's two address orders delivers exactly the mma A and B fragments") {
-    const std::string fast = "step07_benchmark/kernels/fast/fa2_fast.cuh";
-    check_kernel_has(fast, "tile_offset<Cfg>(row0 + (lane & 7) + 8 * ((lane >> 3) & 1), chunk0 + (lane >> 4))",
-                     "ldmatrix_address (rows_then_chunks)");
-    check_kernel_has(fast, "tile_offset<Cfg>(row0 + (lane & 7) + 8 * (lane >> 4), chunk0 + ((lane >> 3) & 1))",
-                     "ldmatrix_address (chunks_then_rows)");
-    check_kernel_has("step07_benchmark/kernels/fast/mma_primitives.cuh",
-                     "Lane l supplies the address of row (l % 8) of matrix (l / 8); each lane receives, for matrix i, "
-                     "the two elements at (row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1) in r[i].",
-                     "ldmatrix_element");
+    // Each order's 32 addresses cover the 16 rows x 2 chunks of the block once, matrix by matrix:
+    // lanes 8 i .. 8 i + 7 give the eight rows of matrix i, at one chunk.
+    for (LdmatrixOrder order : {LdmatrixOrder::rows_then_chunks, LdmatrixOrder::chunks_then_rows}) {
+      std::set<std::pair<int, int>> cells;
+      for (int lane = 0; lane < 32; ++lane) {
+        const RowChunk a = ldmatrix_address(order, lane);
+        cells.insert({a.row, a.chunk});
+        CHECK(a.row % 8 == lane % 8);
+        CHECK(a.chunk == ldmatrix_address(order, 8 * (lane / 8)).chunk);
+      }
+      CHECK(cells.size() == 32);
+    }
+    CHECK(ldmatrix_address(LdmatrixOrder::rows_then_chunks, 8).row == 8);    // matrix 1: rows 8-15, chunk 0
+    CHECK(ldmatrix_address(LdmatrixOrder::chunks_then_rows, 8).chunk == 1);  // matrix 1: rows 0-7, chunk 1
     for (int lane = 0; lane < 32; ++lane) {
       for (int i = 0; i < 4; ++i) {
         for (int h = 0; h < 2; ++h) {
@@ -294,11 +270,22 @@ TEST_SUITE("figures") {
   }
 
   TEST_CASE("figures: the S accumulators are already the A fragments of P V, so P never leaves the registers") {
-    // accumulate_pv packs tile 2kk's d[0], d[1] into a[0] and d[2], d[3] into a[1], tile 2kk+1's into a[2], a[3].
-    check_kernel_has("step07_benchmark/kernels/fast/fa2_fast.cuh",
-                     "pa[mt][0] = pack_bf16x2(s[mt][2 * kk][0], s[mt][2 * kk][1]);", "the C-to-A check below");
-    check_kernel_has("step07_benchmark/kernels/fast/fa2_fast.cuh",
-                     "pa[mt][3] = pack_bf16x2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);", "the C-to-A check below");
+    // accumulate_pv and pack_probabilities pack A register r of keys 16 kk .. 16 kk + 15 from
+    // accumulator tile 2 kk + p_source_tile(r), elements p_source_element(r) and the next: for
+    // every lane both halves are the (row, key) the A fragment needs there.
+    using namespace fa2::fast;
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int r = 0; r < 4; ++r) {
+        for (int half = 0; half < 2; ++half) {
+          CAPTURE(lane);
+          CAPTURE(r);
+          const RowCol need = mma_a_element(lane, r, half);  // (row, key within the 16)
+          const RowCol have = mma_c_element(lane, p_source_element(r) + half);
+          CHECK(have.row == need.row);
+          CHECK(8 * p_source_tile(r) + have.col == need.col);
+        }
+      }
+    }
     for (int row = 0; row < 16; ++row) {
       for (int key = 0; key < 16; ++key) {
         CAPTURE(row);
@@ -312,14 +299,9 @@ TEST_SUITE("figures") {
     }
   }
 
-  TEST_CASE("figures: the swizzle is fa2_fast.cuh's tile_offset and the padding is step05's kSmemPad") {
-    const std::string fast = "step07_benchmark/kernels/fast/fa2_fast.cuh";
-    check_kernel_has(fast,
-                     "if constexpr (Cfg::CHUNKS >= 8) { c = chunk ^ (row & 7); } else { c = chunk ^ ((row >> 1) & 3);",
-                     "tile_offset (swizzled)");
-    check_kernel_has(fast, "return row * Cfg::D + c * 8;", "tile_offset");
-    check_kernel_has(fast, "static constexpr int CHUNKS = D / 8;", "kChunkElems");
+  TEST_CASE("figures: the swizzle is layouts.hpp's swizzled_chunk and the padding is step05's kSmemPad") {
     CHECK(kStep05Pad == fa2::kSmemPad);
+    CHECK(kChunkElems * 2 == 16);  // bf16 in a 16-byte chunk
     CHECK(tile_offset(3, 5, 64, SmemLayout::plain) == 3 * 64 + 5 * 8);
     CHECK(tile_offset(3, 5, 64, SmemLayout::swizzled) == 3 * 64 + (5 ^ 3) * 8);
     CHECK(tile_offset(3, 1, 32, SmemLayout::swizzled) == 3 * 32 + (1 ^ 1) * 8);  // 4 chunks: row >> 1

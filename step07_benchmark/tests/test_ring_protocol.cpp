@@ -1,13 +1,16 @@
-// The K/V ring of v6's warp-specialised kernel (kernels/fast/fa2_hopper.cuh), reduced to its
-// protocol and checked on the host over every interleaving. A producer fills stages with tiles
-// 0, 1, 2, ... (tile r in stage r % STAGES); warpgroups wait for a tile on its stage's `full`
-// barrier, read it, and hand the stage back on its `empty` barrier. An mbarrier counts arrivals
-// without knowing which round they belong to, and a waiter names a phase by its parity only, so
-// the protocol is safe only if every arrival lands in the phase it is meant for. With a causal
-// mask a warpgroup skips the tiles past its rows, and must still release them: GUIDE.md's
-// section 17 tells how releasing them before they had landed let the producer overwrite a stage
-// that a slower warpgroup was still reading. The model finds that interleaving, and finds none
-// once a skipped tile is released only after it has landed.
+// The K/V ring of v6's warp-specialised kernel (kernels/fast/hopper/), reduced to its protocol and
+// checked on the host over every interleaving. A producer fills stages with tiles 0, 1, 2, ...;
+// warpgroups wait for a tile on its stage's `full` barrier, read it, and hand the stage back on
+// its `empty` barrier. Producer and warpgroups place each tile with the kernel's own
+// PipelineState (hopper/pipeline.hpp: its stage, the phase a wait names, whether the producer
+// must wait for a release and of which phase), and a causal warpgroup's share of the tiles is the
+// kernel's causal_key_tiles (tile_scheduler.hpp). An mbarrier counts arrivals without knowing
+// which round they belong to, and a waiter names a phase by its parity only, so the protocol is
+// safe only if every arrival lands in the phase it is meant for. With a causal mask a warpgroup
+// skips the tiles past its rows, and must still release them: step07's APPENDIX.md (D.4) tells how
+// releasing them before they had landed let the producer overwrite a stage that a slower
+// warpgroup was still reading. The model finds that interleaving, and finds none once a skipped
+// tile is released only after it has landed (the order of hopper/consumer.cuh's last branch).
 //
 // The model keeps one `full` and one `empty` per stage (the kernel has one of each for K and one
 // for V; each pair follows the same rules) and one arrival per warpgroup (the kernel: per warp).
@@ -15,8 +18,12 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "step07_benchmark/kernels/fast/hopper/pipeline.hpp"
+#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
 
 namespace {
 
@@ -76,14 +83,17 @@ struct Outcome {
   std::size_t states = 0;
 };
 
-// Every state reachable from the start, each move one agent's next step.
+// Every state reachable from the start, each move one agent's next step. Ring tile r is
+// PipelineState<STAGES>{r}, for the producer and the warpgroups alike.
+template <int STAGES>
 Outcome explore(const Ring& ring) {
-  const int S = ring.stages, T = ring.tiles, W = static_cast<int>(ring.seen.size());
+  using State_ = fa2::fast::PipelineState<STAGES>;
+  const int T = ring.tiles, W = static_cast<int>(ring.seen.size());
   State start;
   start.step.assign(ring.seen.size(), 0);
-  start.full.assign(static_cast<std::size_t>(S), Barrier{1, 1, 0});
-  start.empty.assign(static_cast<std::size_t>(S), Barrier{W, W, 0});
-  start.holds.assign(static_cast<std::size_t>(S), -1);
+  start.full.assign(static_cast<std::size_t>(STAGES), Barrier{1, 1, 0});
+  start.empty.assign(static_cast<std::size_t>(STAGES), Barrier{W, W, 0});
+  start.holds.assign(static_cast<std::size_t>(STAGES), -1);
 
   Outcome out;
   std::set<std::vector<int>> visited;
@@ -98,27 +108,30 @@ Outcome explore(const Ring& ring) {
       todo.push_back(std::move(next));
     };
 
-    // The producer: tile r into stage r % S once the stage's previous round has been released.
+    // The producer (hopper/producer.cuh): tile r into its stage once, if the stage held a tile
+    // before, that tile's release (the phase before this round's) has completed.
     if (st.produced < T) {
-      const int r = st.produced, s = r % S;
-      if (r < S || at(st.empty, s).passed((r / S - 1) & 1)) {
+      const State_ tile{st.produced};
+      const int s = tile.stage();
+      if (!tile.refills() || at(st.empty, s).passed(static_cast<int>(tile.release_phase()))) {
         State next = st;
         for (int w = 0; w < W; ++w) {
-          const int j = at(st.step, w) / 2;
-          if (at(st.step, w) % 2 == 1 && j % S == s) out.overwrite = true;
+          const State_ read{at(st.step, w) / 2};
+          if (at(st.step, w) % 2 == 1 && read.stage() == s) out.overwrite = true;
         }
-        at(next.holds, s) = r;
+        at(next.holds, s) = tile.count;
         at(next.full, s).arrive();
         ++next.produced;
         go(next);
       }
     }
-    // The warpgroups.
+    // The warpgroups (hopper/consumer.cuh).
     for (int w = 0; w < W; ++w) {
       const int step = at(st.step, w);
       if (step == 2 * T) continue;
-      const int j = step / 2, s = j % S;
-      const bool landed = at(st.full, s).passed((j / S) & 1);
+      const State_ tile{step / 2};
+      const int j = tile.count, s = tile.stage();
+      const bool landed = at(st.full, s).passed(static_cast<int>(tile.phase()));
       State next = st;
       if (step % 2 == 1) {  // done reading tile j: hand the stage back
         at(next.empty, s).arrive();
@@ -137,11 +150,35 @@ Outcome explore(const Ring& ring) {
       }
     }
     const bool finished =
-        st.produced == T && std::all_of(st.step.begin(), st.step.end(), [&](int s) { return s == 2 * T; });
+        st.produced == T && std::all_of(st.step.begin(), st.step.end(), [&](int x) { return x == 2 * T; });
     if (!moved && !finished) out.deadlock = true;
   }
   out.states = visited.size();
   return out;
+}
+
+// The kernels' rings have 2, 3 or 4 stages (HopperConfig::STAGES).
+Outcome explore(const Ring& ring) {
+  switch (ring.stages) {
+    case 2:
+      return explore<2>(ring);
+    case 3:
+      return explore<3>(ring);
+    case 4:
+      return explore<4>(ring);
+  }
+  throw std::invalid_argument("the model takes 2, 3 or 4 stages, not " + std::to_string(ring.stages));
+}
+
+// What a causal block of `warpgroups` warpgroups of 64 rows gives each of them: the key tiles
+// of block_n keys up to its last row (the kernel's n_seen), for the query tile from q0 with
+// n_tiles key tiles.
+std::vector<int> causal_seen(int q0, int warpgroups, int block_n, int n_tiles) {
+  std::vector<int> seen;
+  for (int wg = 0; wg < warpgroups; ++wg) {
+    seen.push_back(fa2::fast::causal_key_tiles(q0 + 64 * wg + 63, block_n, n_tiles));
+  }
+  return seen;
 }
 
 std::string describe(const Ring& r) {
@@ -154,6 +191,26 @@ std::string describe(const Ring& r) {
 }  // namespace
 
 TEST_SUITE("variants") {
+  TEST_CASE("v6's PipelineState: tile r sits in stage r % STAGES and waits for the parity of its round") {
+    using fa2::fast::PipelineState;
+    constexpr PipelineState<3> first{0}, r7{7};
+    static_assert(first.stage() == 0 && first.phase() == 0 && !first.refills());
+    static_assert(r7.stage() == 1 && r7.phase() == 0 && r7.refills() && r7.release_phase() == 1);
+    for (int r = 0; r < 40; ++r) {
+      const PipelineState<4> s{r};
+      CHECK(s.stage() == r % 4);
+      CHECK(s.phase() == static_cast<unsigned>((r / 4) % 2));
+      CHECK(s.refills() == (r >= 4));
+      // The release the producer waits for is that of tile r - 4, in the same stage one round before.
+      if (s.refills()) CHECK(s.release_phase() == (s + -4).phase());
+      CHECK((PipelineState<4>{} + r).count == r);
+    }
+    // Q is a ring of one stage: item k waits for phase k % 2, and for item k - 1's release.
+    CHECK(PipelineState<1>{5}.phase() == 1u);
+    CHECK(PipelineState<1>{5}.release_phase() == 0u);
+    CHECK_FALSE(PipelineState<1>{0}.refills());
+  }
+
   TEST_CASE("v6's K/V ring: a skipped tile released before it lands lets the producer overwrite a stage in use") {
     // Warpgroup 0 skips the last tile, or all but the first; warpgroup 1 sees them all. One
     // skipped tile is enough: released at once, warpgroup 0's arrival for it can land in the
@@ -181,6 +238,31 @@ TEST_SUITE("variants") {
         CHECK_FALSE(o.deadlock);
         CHECK(o.states > 9);
       }
+    }
+  }
+
+  TEST_CASE("v6's K/V ring: the kernel's causal shares of a query tile, released after landing, are safe") {
+    // Query tiles on the diagonal of the kernel's causal configurations (2 warpgroups on 64-key
+    // tiles, 3 on 128 and on 64), each warpgroup skipping what causal_key_tiles leaves it.
+    struct Case {
+      int warpgroups, block_n, q0;
+    };
+    for (const Case& c : {Case{2, 64, 384}, Case{3, 128, 384}, Case{3, 64, 192}}) {
+      const int n_keys = c.q0 + 64 * c.warpgroups;  // N_KEYS = N_QUERIES, the query tile the last
+      const int n_tiles = fa2::fast::key_tiles<true>(n_keys, c.block_n, c.q0, 64 * c.warpgroups, n_keys);
+      const std::vector<int> seen = causal_seen(c.q0, c.warpgroups, c.block_n, n_tiles);
+      REQUIRE(*std::min_element(seen.begin(), seen.end()) < n_tiles);  // some warpgroup skips a tile
+      for (int stages : {2, 3, 4}) {
+        const Ring safe{stages, n_tiles, seen, SkipRelease::after_landing};
+        INFO(describe(safe));
+        const Outcome o = explore(safe);
+        CHECK_FALSE(o.overwrite);
+        CHECK_FALSE(o.wrong_tile);
+        CHECK_FALSE(o.deadlock);
+      }
+      const Ring racy{2, n_tiles, seen, SkipRelease::at_once};
+      INFO(describe(racy));
+      CHECK(explore(racy).overwrite);
     }
   }
 

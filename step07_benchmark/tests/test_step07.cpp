@@ -1,9 +1,20 @@
 // step07's host-side tests: the FLOP count, statistics and repetition budget, option parsing,
-// the tables, the CSV and the SVG writer. No GPU needed.
+// the tables, the CSV and the SVG writer; the rounds of --repeat (their rotation, the ratios'
+// spread, the verdicts and the tuned dispatch's rule), NVML's readings, and the quoted numbers
+// against their committed file. No GPU needed.
 //   ctest --test-dir build/<preset> -L step07
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -13,6 +24,7 @@
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
 
 using namespace fa2::bench;
@@ -321,9 +333,14 @@ TEST_SUITE("options") {
     CHECK(parse_options(std::vector<std::string>{"--n=oops", "--help"}, kKeys).help);
     const std::string u = usage();
     CHECK(u.rfind("usage: step07_bench", 0) == 0);
-    for (const char* option : {"--sweep=LIST", "--n=LIST", "--d=LIST", "--causal=both|yes|no", "--batch=N", "--heads=N",
-                               "--impl=LIST", "--ours=KEY", "--quick", "--warmup-ms=X", "--rep-ms=X", "--min-reps=N",
-                               "--max-reps=N", "--seed=S", "--out=DIR", "--no-ceilings", "--list", "--help"}) {
+    for (const char* option : {"--sweep=LIST",         "--n=LIST",       "--d=LIST",
+                               "--causal=both|yes|no", "--batch=N",      "--heads=N",
+                               "--impl=LIST",          "--ours=KEY",     "--quick",
+                               "--warmup-ms=X",        "--rep-ms=X",     "--min-reps=N",
+                               "--max-reps=N",         "--seed=S",       "--out=DIR",
+                               "--no-ceilings",        "--list",         "--help",
+                               "--repeat=N",           "--baseline=KEY", "--decide=CANDIDATE,INCUMBENT",
+                               "--isolated=N",         "--gap-ms=X"}) {
       CAPTURE(option);
       CHECK(u.find(option) != std::string::npos);
     }
@@ -520,5 +537,457 @@ TEST_SUITE("report") {
     const std::string bad_pass =
         fa2::bench::to_csv({m}, "g").replace(fa2::bench::to_csv({m}, "g").find(",bwd,"), 5, ",sideways,");
     CHECK_THROWS_WITH_AS(fa2::bench::from_csv(bad_pass), doctest::Contains("pass 'sideways'"), std::invalid_argument);
+  }
+}
+
+namespace {
+
+// A measurement timed in rounds: each round's median time, positions 0, 1, ... and no NVML.
+Measurement in_rounds(const std::string& key, const Problem& p, const std::vector<double>& round_ms) {
+  Measurement m = timed(key, p, round_ms.front());
+  m.timing = "do_bench";
+  m.round_ms = round_ms;
+  for (std::size_t r = 0; r < round_ms.size(); ++r) {
+    m.round_position.push_back(r % 2);
+    m.round_reps.push_back(20);
+    m.round_gpu.push_back(GpuSample{});
+  }
+  m.ms = summarize(round_ms);
+  m.tflops = tflops_per_s(attention_flops(p), m.ms.median);
+  return m;
+}
+
+}  // namespace
+
+TEST_SUITE("repeat") {
+  TEST_CASE("each round's order is a permutation, and over a cycle every position and every neighbour is balanced") {
+    for (std::size_t count = 1; count <= 9; ++count) {
+      CAPTURE(count);
+      const std::size_t cycle = rotation_cycle(count);
+      CHECK(cycle == (count % 2 == 0 ? count : 2 * count));
+      std::vector<std::vector<std::size_t>> at_position(count, std::vector<std::size_t>(count, 0));
+      std::map<std::pair<std::size_t, std::size_t>, std::size_t> follows;  // (before, after) -> rounds
+      for (std::size_t round = 0; round < cycle; ++round) {
+        const auto order = rotation_order(count, round);
+        REQUIRE(order.size() == count);
+        auto sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        for (std::size_t i = 0; i < count; ++i) REQUIRE(sorted[i] == i);  // each implementation once
+        for (std::size_t pos = 0; pos < count; ++pos) ++at_position[order[pos]][pos];
+        for (std::size_t pos = 0; pos + 1 < count; ++pos) ++follows[{order[pos], order[pos + 1]}];
+        CHECK(rotation_order(count, round + cycle) == order);  // the cycle repeats
+      }
+      for (std::size_t impl = 0; impl < count; ++impl) {
+        for (std::size_t pos = 0; pos < count; ++pos) CHECK(at_position[impl][pos] == cycle / count);
+      }
+      // Every ordered pair of different implementations is neighbours equally often.
+      CHECK(follows.size() == count * (count - 1));
+      for (const auto& [pair, n] : follows) CHECK(n == cycle / count);
+    }
+    CHECK(rotation_order(4, 0) == std::vector<std::size_t>{0, 1, 3, 2});
+    CHECK(rotation_order(4, 1) == std::vector<std::size_t>{1, 2, 0, 3});
+    CHECK(rotation_order(3, 0) == std::vector<std::size_t>{0, 1, 2});
+    CHECK(rotation_order(3, 3) == std::vector<std::size_t>{2, 1, 0});  // odd: the second half runs reversed
+    CHECK_THROWS_AS(rotation_order(0, 0), std::invalid_argument);
+  }
+
+  TEST_CASE("the ratio's spread is its per-round median, quartiles and range") {
+    // Per round: 10/9.5, 10/10, 10/9.8, 10/9.9, 10/9.0.
+    const RatioSpread s = ratio_spread({10, 10, 10, 10, 10}, {9.5, 10.0, 9.8, 9.9, 9.0});
+    CHECK(s.rounds == 5);
+    CHECK(s.min == doctest::Approx(1.0));
+    CHECK(s.q1 == doctest::Approx(10.0 / 9.9));
+    CHECK(s.median == doctest::Approx(10.0 / 9.8));
+    CHECK(s.q3 == doctest::Approx(10.0 / 9.5));
+    CHECK(s.max == doctest::Approx(10.0 / 9.0));
+    CHECK(verdict(s) == Verdict::inside_spread);  // one round is a tie: not every round agrees
+    CHECK_THROWS_AS(ratio_spread({1.0, 2.0}, {1.0}), std::invalid_argument);
+    CHECK_THROWS_AS(ratio_spread({}, {}), std::invalid_argument);
+    CHECK_THROWS_AS(ratio_spread({1.0, 0.0}, {1.0, 1.0}), std::invalid_argument);
+    CHECK_THROWS_AS(ratio_spread({1.0, 1.0}, {1.0, std::nan("")}), std::invalid_argument);
+  }
+
+  TEST_CASE("a drift of the GPU that moves both sides alike cancels out of the per-round ratio") {
+    // The clocks fall 3% per round; the implementation is 2% faster than the baseline in every
+    // round. Pooled over rounds, the two sets of times overlap (noise); round by round, never.
+    std::vector<double> baseline, impl;
+    for (int r = 0; r < 7; ++r) {
+      const double slow = std::pow(1.03, r);
+      baseline.push_back(1.0 * slow);
+      impl.push_back(1.0 / 1.02 * slow);
+    }
+    CHECK(*std::max_element(impl.begin(), impl.end()) > *std::min_element(baseline.begin(), baseline.end()));
+    const RatioSpread s = ratio_spread(baseline, impl);
+    CHECK(s.min == doctest::Approx(1.02));
+    CHECK(s.max == doctest::Approx(1.02));
+    CHECK(verdict(s) == Verdict::faster);
+  }
+
+  TEST_CASE("a verdict needs every round to agree and at least five rounds, and the rule takes only a win") {
+    const RatioSpread faster = ratio_spread({1, 1, 1, 1, 1}, {0.99, 0.98, 0.97, 0.99, 0.995});
+    const RatioSpread slower = ratio_spread({1, 1, 1, 1, 1}, {1.01, 1.02, 1.03, 1.01, 1.005});
+    const RatioSpread mixed = ratio_spread({1, 1, 1, 1, 1}, {0.9, 0.9, 0.9, 0.9, 1.01});
+    const RatioSpread four = ratio_spread({1, 1, 1, 1}, {0.5, 0.5, 0.5, 0.5});
+    CHECK(verdict(faster) == Verdict::faster);
+    CHECK(verdict(slower) == Verdict::slower);
+    CHECK(verdict(mixed) == Verdict::inside_spread);  // a median of 1.11 is still inside the range
+    CHECK(verdict(four) == Verdict::too_few_rounds);  // twice as fast, but only four rounds
+    CHECK(take_candidate(faster));
+    CHECK_FALSE(take_candidate(slower));
+    CHECK_FALSE(take_candidate(mixed));
+    CHECK_FALSE(take_candidate(four));
+    CHECK(to_string(Verdict::inside_spread) == "inside spread");
+    CHECK(to_string(Verdict::too_few_rounds) == "too few rounds");
+  }
+
+  TEST_CASE("the pairs table and CSV give each pair's ratio, spread and verdict per problem") {
+    const Problem p1{4, 8, 4096, 128, false}, p2{4, 8, 16384, 128, true};
+    const std::vector<Measurement> all = {
+        in_rounds("v6.11", p1, {1.00, 1.02, 0.99, 1.01, 1.00}), in_rounds("v6.17", p1, {0.98, 1.00, 0.97, 0.99, 0.98}),
+        in_rounds("v6.11", p2, {2.00, 2.00, 2.00, 2.00, 2.00}), in_rounds("v6.17", p2, {1.98, 2.02, 1.99, 2.00, 1.97}),
+        in_rounds("v6.14", p2, {2.00, 2.00, 2.00})};  // fewer rounds: not comparable round by round
+    const auto rows = pair_results(all, {p1, p2}, {{"v6.17", "v6.11"}, {"v6.14", "v6.11"}, {"v6.11", "v6.11"}});
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0].problem == p1);
+    CHECK(rows[0].spread.min == doctest::Approx(1.02));  // round 1: 1.02 / 1.00
+    CHECK(rows[0].verdict == Verdict::faster);
+    CHECK(rows[1].problem == p2);
+    CHECK(rows[1].verdict == Verdict::inside_spread);
+    const std::string table = pairs_table(rows);
+    CHECK(table.find("D=128 N=4096") != std::string::npos);
+    CHECK(table.find("D=128 N=16384 causal") != std::string::npos);
+    CHECK(table.find("inside spread") != std::string::npos);
+    CHECK(table.find("faster") != std::string::npos);
+    const std::string csv = pairs_csv(rows, "NVIDIA H200");
+    CHECK(csv.rfind("gpu,impl,against,B,H,N,D,causal,pass,rounds,ratio_median,ratio_q1,ratio_q3,ratio_min,ratio_max,"
+                    "verdict\n",
+                    0) == 0);
+    CHECK(count(csv, "\n") == 3);
+    // p1's ratios 1/0.98, 1.02/1, 0.99/0.97, 1.01/0.99, 1/0.98: min 1.0200, median 1.0204.
+    CHECK(csv.find("NVIDIA H200,v6.17,v6.11,4,8,4096,128,false,fwd,5,1.0204,") != std::string::npos);
+    CHECK(csv.find(",1.0206,faster\n") != std::string::npos);  // the largest: 0.99 / 0.97
+  }
+
+  TEST_CASE("--decide takes the candidate only where it wins outside the spread and says why elsewhere") {
+    const Problem win{4, 8, 4096, 128, false}, noise{4, 8, 16384, 128, false}, lose{4, 8, 4096, 128, true};
+    const std::vector<Measurement> all = {
+        in_rounds("v6.11", win, {1.0, 1.0, 1.0, 1.0, 1.0}),   in_rounds("v6.17", win, {0.9, 0.9, 0.9, 0.9, 0.9}),
+        in_rounds("v6.11", noise, {1.0, 1.0, 1.0, 1.0, 1.0}), in_rounds("v6.17", noise, {0.9, 1.1, 0.9, 0.9, 0.9}),
+        in_rounds("v6.11", lose, {1.0, 1.0, 1.0, 1.0, 1.0}),  in_rounds("v6.17", lose, {1.1, 1.1, 1.1, 1.1, 1.1})};
+    const std::string report = decision_report(all, {win, noise, lose}, "v6.17", "v6.11");
+    INFO(report);
+    CHECK(report.find("v6.11 ms / v6.17 ms") != std::string::npos);
+    CHECK(count(report, "take v6.17") == 1);
+    CHECK(report.find("keep v6.11 (inside spread)") != std::string::npos);
+    CHECK(report.find("keep v6.11 (v6.17 slower)") != std::string::npos);
+    CHECK(report.find("v6.17 over v6.11: taken at 1 of 3 points (D=128 N=4096); v6.11 kept at 1 inside the spread, "
+                      "1 where v6.17 is slower, 0 with too few rounds") != std::string::npos);
+    // Median ratios 1/0.9, 1/0.9, 1/1.1: geometric mean (1/0.9)^(2/3) * (1/1.1)^(1/3).
+    const double geo = std::pow(1.0 / 0.9, 2.0 / 3.0) * std::pow(1.0 / 1.1, 1.0 / 3.0);
+    CHECK(report.find("geometric mean of the median ratios " + format_fixed(geo, 3)) != std::string::npos);
+    CHECK(decision_report(all, {win}, "v6.17", "v6.14").empty());  // never timed together
+  }
+
+  TEST_CASE("the rounds CSV has one row per round with its position and NVML's reading or n/a") {
+    const Problem p{4, 8, 4096, 128, false};
+    Measurement m = in_rounds("v6.11", p, {0.51, 0.52});
+    m.round_gpu[1] = GpuSample{1980u, 3201u, 504.8, 49u, std::uint64_t{0x4}};
+    Measurement failed = m;
+    failed.key = "v6.13";
+    failed.status = Status::failed;
+    const std::string csv = rounds_csv({m, failed}, "NVIDIA H200");
+    CHECK(csv.rfind("gpu,impl,B,H,N,D,causal,pass,round,position,ms_median,reps,sm_mhz,mem_mhz,power_w,temp_c,"
+                    "clock_events\n",
+                    0) == 0);
+    CHECK(count(csv, "\n") == 3);  // the header and v6.11's two rounds; the failed one has none
+    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,0,0,0.51000,20,n/a,n/a,n/a,n/a,n/a\n") !=
+          std::string::npos);
+    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,1,1,0.52000,20,1980,3201,504.8,49,sw_power_cap\n") !=
+          std::string::npos);
+  }
+
+  TEST_CASE("the results CSV says how each row was timed and what NVML read, n/a without it, nothing when not timed") {
+    const Problem p{4, 8, 4096, 128, false};
+    Measurement m = in_rounds("v6.11", p, {0.51, 0.52, 0.50});
+    m.gpu = GpuSample{1965u, 3201u, 480.0, 55u, std::uint64_t{0}};
+    const std::string header = csv_header();
+    CHECK(header.find(",note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events\n") != std::string::npos);
+    CHECK(csv_row(m, "g").find(",do_bench,3,1965,3201,480.0,55,none\n") != std::string::npos);
+    m.gpu = GpuSample{};
+    CHECK(csv_row(m, "g").find(",do_bench,3,n/a,n/a,n/a,n/a,n/a\n") != std::string::npos);
+    Measurement single = timed("v5", p, 0.6);
+    single.timing = "isolated";
+    CHECK(csv_row(single, "g").find(",isolated,1,n/a,") != std::string::npos);
+    single.status = Status::unsupported;
+    single.note = "head dim";
+    const std::string row = csv_row(single, "g");
+    CHECK(row.substr(row.size() - 17) == ",head dim,,,,,,,\n");  // timing, rounds and the five NVML fields empty
+  }
+}
+
+namespace {
+
+// Stand-ins for NVML's entry points, with what a driver would answer for one H200.
+struct FakeNvml {
+  static inline int init_result = 0;
+  static inline int shutdowns = 0;
+  static inline unsigned devices = 1;
+  static inline std::string known_bus_id = "00000000:3B:00.0";
+  static int init() { return init_result; }
+  static int shutdown() {
+    ++shutdowns;
+    return 0;
+  }
+  static const char* error_string(int code) { return code == 12 ? "Driver Not Loaded" : "Unknown Error"; }
+  static int driver_version(char* out, unsigned length) {
+    std::snprintf(out, length, "%s", "580.159.04");
+    return 0;
+  }
+  static int count(unsigned* n) {
+    *n = devices;
+    return 0;
+  }
+  static int by_pci(const char* bus_id, void** device) {
+    if (known_bus_id != bus_id) return 6;  // NVML_ERROR_NOT_FOUND
+    *device = &devices;
+    return 0;
+  }
+  static int by_index(unsigned index, void** device) {
+    if (index >= devices) return 2;
+    *device = &devices;
+    return 0;
+  }
+  static int clock(void*, int type, unsigned* mhz) {
+    *mhz = type == 1 ? 1755u : 3201u;  // SM, memory
+    return 0;
+  }
+  static int power(void*, unsigned* milliwatts) {
+    *milliwatts = 612345;
+    return 0;
+  }
+  static int temperature(void*, int, unsigned* c) {
+    *c = 61;
+    return 0;
+  }
+  static int throttle_reasons(void*, unsigned long long* mask) {
+    *mask = 0x4 | 0x20;
+    return 0;
+  }
+};
+
+template <class F>
+void* address_of(F* fn) {
+  void* p = nullptr;
+  std::memcpy(&p, &fn, sizeof p);
+  return p;
+}
+
+// The symbols an older driver exports: the clock reasons under their old name.
+void* fake_lookup(const char* name) {
+  const std::map<std::string, void*> symbols = {
+      {"nvmlInit_v2", address_of(&FakeNvml::init)},
+      {"nvmlShutdown", address_of(&FakeNvml::shutdown)},
+      {"nvmlErrorString", address_of(&FakeNvml::error_string)},
+      {"nvmlSystemGetDriverVersion", address_of(&FakeNvml::driver_version)},
+      {"nvmlDeviceGetCount_v2", address_of(&FakeNvml::count)},
+      {"nvmlDeviceGetHandleByPciBusId_v2", address_of(&FakeNvml::by_pci)},
+      {"nvmlDeviceGetHandleByIndex_v2", address_of(&FakeNvml::by_index)},
+      {"nvmlDeviceGetClockInfo", address_of(&FakeNvml::clock)},
+      {"nvmlDeviceGetPowerUsage", address_of(&FakeNvml::power)},
+      {"nvmlDeviceGetTemperature", address_of(&FakeNvml::temperature)},
+      {"nvmlDeviceGetCurrentClocksThrottleReasons", address_of(&FakeNvml::throttle_reasons)},
+  };
+  const auto it = symbols.find(name);
+  return it == symbols.end() ? nullptr : it->second;
+}
+
+}  // namespace
+
+TEST_SUITE("nvml") {
+  TEST_CASE("clock event reasons are named, joined with plus, and unknown bits shown in hex") {
+    CHECK(clock_event_names(0) == "none");
+    CHECK(clock_event_names(0x4 | 0x20) == "sw_power_cap+sw_thermal");
+    CHECK(clock_event_names(0x1) == "idle");
+    CHECK(clock_event_names(0x1000) == "0x1000");
+    CHECK(clock_event_names(0x80 | 0x3000) == "hw_power_brake+0x3000");
+  }
+
+  TEST_CASE("a reading prints its fields, n/a for what NVML did not give, and n/a alone when it gave nothing") {
+    CHECK(format_sample(GpuSample{}) == "n/a");
+    CHECK(format_sample(GpuSample{1980u, 3201u, 504.83, 49u, std::uint64_t{0}}) ==
+          "SM 1980 MHz, memory 3201 MHz, 504.8 W, 49 C, clock events: none");
+    GpuSample partial;
+    partial.sm_mhz = 1755u;
+    CHECK(format_sample(partial) == "SM 1755 MHz, memory n/a, n/a, n/a, clock events: n/a");
+    CHECK(sample_fields(partial) == std::vector<std::string>{"1755", "n/a", "n/a", "n/a", "n/a"});
+  }
+
+  TEST_CASE("readings combine to the lower middle of each field and every reason any of them gave") {
+    const GpuSample a{1980u, 3201u, 500.0, 50u, std::uint64_t{0}};
+    const GpuSample b{1755u, 3201u, 690.0, 62u, std::uint64_t{0x4}};
+    const GpuSample c{1890u, 3201u, 610.0, 58u, std::uint64_t{0x20}};
+    GpuSample no_power = a;
+    no_power.power_w.reset();
+    const GpuSample all = combine_samples({a, b, c, no_power});
+    CHECK(all.sm_mhz == 1890u);  // 1755, 1890, 1980, 1980: the lower middle
+    CHECK(all.mem_mhz == 3201u);
+    REQUIRE(all.power_w.has_value());
+    CHECK(*all.power_w == doctest::Approx(610.0));  // from the three readings that have it: 500, 610, 690
+    CHECK(all.temp_c == 50u);
+    CHECK(all.clock_events == std::uint64_t{0x24});
+    CHECK(combine_samples({}).empty());
+    CHECK(combine_samples({GpuSample{}, GpuSample{}}).empty());
+  }
+
+  TEST_CASE("without the library every reading is n/a and the reason names what was missing") {
+    const Nvml nvml = Nvml::open("00000000:3B:00.0", "libnvidia-ml-not-here.so.1");
+    CHECK_FALSE(nvml.available());
+    CHECK(nvml.reason().find("libnvidia-ml-not-here.so.1") != std::string::npos);
+    CHECK(nvml.reason().find("n/a") != std::string::npos);
+    CHECK(nvml.sample().empty());
+    CHECK_FALSE(nvml.max_sm_mhz().has_value());
+  }
+
+  TEST_CASE("with NVML's entry points the reading has the device's clocks, watts, temperature and reasons") {
+    FakeNvml::init_result = 0;
+    FakeNvml::devices = 1;
+    FakeNvml::shutdowns = 0;
+    {
+      const Nvml nvml = Nvml::open_with(fake_lookup, "00000000:3B:00.0");
+      REQUIRE(nvml.available());
+      CHECK(nvml.reason() == "NVML, driver 580.159.04, PCI bus id 00000000:3B:00.0");
+      const GpuSample s = nvml.sample();
+      CHECK(s.sm_mhz == 1755u);
+      CHECK(s.mem_mhz == 3201u);
+      REQUIRE(s.power_w.has_value());
+      CHECK(*s.power_w == doctest::Approx(612.345));  // milliwatts from NVML
+      CHECK(s.temp_c == 61u);
+      CHECK(s.clock_events == std::uint64_t{0x24});  // found under the older name
+      CHECK_FALSE(nvml.max_sm_mhz().has_value());    // this driver does not export it
+    }
+    CHECK(FakeNvml::shutdowns == 1);  // nvmlShutdown once, when the object goes
+
+    // A bus id NVML does not know: the only GPU it sees is taken, two are not guessed between.
+    Nvml only = Nvml::open_with(fake_lookup, "0000:00:05.0");
+    CHECK(only.available());
+    CHECK(only.reason().find("the only GPU NVML sees") != std::string::npos);
+    FakeNvml::devices = 2;
+    const Nvml two = Nvml::open_with(fake_lookup, "0000:00:05.0");
+    CHECK_FALSE(two.available());
+    CHECK(two.reason().find("no device with PCI bus id 0000:00:05.0") != std::string::npos);
+    CHECK(two.sample().empty());
+    FakeNvml::devices = 1;
+
+    // nvmlInit fails (no driver loaded): n/a, with NVML's own words.
+    FakeNvml::init_result = 12;
+    FakeNvml::shutdowns = 0;
+    {
+      const Nvml failed = Nvml::open_with(fake_lookup, "00000000:3B:00.0");
+      CHECK_FALSE(failed.available());
+      CHECK(failed.reason() == "nvmlInit failed (Driver Not Loaded): clocks, power and temperature are n/a");
+    }
+    CHECK(FakeNvml::shutdowns == 0);  // never initialised, so never shut down
+    FakeNvml::init_result = 0;
+
+    // A library without the entry points it needs.
+    const Nvml empty = Nvml::open_with([](const char*) -> void* { return nullptr; }, "00000000:3B:00.0");
+    CHECK_FALSE(empty.available());
+    CHECK(empty.reason().find("lacks nvmlInit_v2") != std::string::npos);
+  }
+
+  TEST_CASE("the real NVML, where a driver is installed, reads a positive SM clock, and elsewhere says why not") {
+    const Nvml nvml = Nvml::open("no-such-bus-id");  // a lone GPU is found anyway; with several, none
+    INFO(nvml.reason());
+    if (nvml.available()) {
+      const GpuSample s = nvml.sample();
+      REQUIRE(s.sm_mhz.has_value());
+      CHECK(*s.sm_mhz > 0u);
+      CHECK(nvml.reason().rfind("NVML, driver ", 0) == 0);
+    } else {
+      CHECK(nvml.reason().find("n/a") != std::string::npos);
+    }
+  }
+}
+
+TEST_SUITE("options") {
+  TEST_CASE("--repeat, --baseline, --decide, --isolated and --gap-ms land where they should") {
+    Options o = parse_options(std::vector<std::string>{"--impl=v5,ours64x64", "--repeat=7", "--decide=v5,ours64x64",
+                                                       "--decide", "ours64x64,v5", "--isolated=20", "--gap-ms=200"},
+                              kKeys);
+    CHECK(o.rounds == 7);
+    CHECK(o.baseline == "v5");  // the first --impl key
+    CHECK(o.decide == std::vector<std::pair<std::string, std::string>>{{"v5", "ours64x64"}, {"ours64x64", "v5"}});
+    CHECK(o.budget.isolated_launches == 20);
+    CHECK(o.budget.gap_ms == 200.0);
+    o = parse_options(std::vector<std::string>{"--repeat=5", "--baseline=cublas"}, kKeys);
+    CHECK(o.baseline == "cublas");
+    o = parse_options(std::vector<std::string>{"--repeat=5"}, kKeys);
+    CHECK(o.baseline == "ours16");  // no --impl: everything runs, the reference first
+    o = parse_options(std::vector<std::string>{}, kKeys);
+    CHECK(o.rounds == 1);
+    CHECK(o.baseline.empty());
+    CHECK(o.decide.empty());
+    CHECK(o.budget.isolated_launches == 0);
+  }
+
+  TEST_CASE("the rounds' options are refused where they cannot apply, naming the option") {
+    CHECK(option_error({"--repeat=0"}) == "--repeat: got '0', must be an integer in 1..1000");
+    CHECK(option_error({"--baseline=v5"}) == "--baseline: compares rounds: give --repeat=R with R >= 2");
+    CHECK(option_error({"--repeat=1", "--decide=v5,cublas"}) ==
+          "--decide: compares rounds: give --repeat=R with R >= 2");
+    CHECK(option_error({"--repeat=5", "--decide=v5"}) == "--decide: got 'v5', give two keys: CANDIDATE,INCUMBENT");
+    CHECK(option_error({"--repeat=5", "--decide=v5,v5"}) == "--decide: got 'v5,v5', two different keys");
+    CHECK(option_error({"--repeat=5", "--decide=v5,nope"}) ==
+          "--decide: got 'nope', must be one of ours16, ours64x64, v5, cublas");
+    CHECK(option_error({"--repeat=5", "--impl=v5,ours16", "--baseline=cublas"}) ==
+          "--baseline: 'cublas' is not timed: add it to --impl (v5, ours16)");
+    CHECK(option_error({"--repeat=5", "--impl=v5,ours16", "--decide=v5,cublas"}) ==
+          "--decide: 'cublas' is not timed: add it to --impl (v5, ours16)");
+    CHECK(option_error({"--gap-ms=10"}) == "--gap-ms: only with --isolated=K (K > 0 launches)");
+    CHECK(option_error({"--isolated=-1"}).find("--isolated: ") == 0);
+  }
+}
+
+TEST_SUITE("napkin") {
+  TEST_CASE("the quoted numbers in the code are the committed file's") {
+    // results/quoted/: series, B, H, D, N, causal, ms, tflops, as the source printed them. The file
+    // is found from this test's own source (CMake compiles it by its absolute path).
+    const std::filesystem::path path =
+        std::filesystem::path(__FILE__).parent_path().parent_path() / "results/quoted/sdpa_h200_2026-11-29.csv";
+    std::ifstream file(path);
+    REQUIRE_MESSAGE(file.good(), "cannot read ", path.string());
+    std::map<std::string, const QuotedSeries*> series = {
+        {quoted_article_triton().key, &quoted_article_triton()},
+        {quoted_python_sdpa_default().key, &quoted_python_sdpa_default()}};
+    for (const auto& s : quoted_python_sdpa_backends()) series[s.key] = &s;
+    std::map<std::string, std::size_t> rows_per_series;
+    std::set<std::string> seen;
+    std::string line;
+    std::getline(file, line);
+    CHECK(line == "series,B,H,D,N,causal,ms,tflops");
+    while (std::getline(file, line)) {
+      if (line.empty()) continue;
+      INFO(line);
+      std::vector<std::string> f;
+      std::stringstream fields(line);
+      for (std::string item; std::getline(fields, item, ',');) f.push_back(item);
+      REQUIRE(f.size() == 8);
+      REQUIRE(series.count(f[0]) == 1);
+      const QuotedSeries& s = *series[f[0]];
+      const Problem p{std::stoi(f[1]), std::stoi(f[2]), std::stoi(f[4]), std::stoi(f[3]), f[5] == "true"};
+      const QuotedPoint* q = s.find(p);
+      REQUIRE(q != nullptr);
+      CHECK(q->ms == std::stod(f[6]));  // the same decimal text, so the same double
+      CHECK(q->tflops == std::stod(f[7]));
+      CHECK(seen.insert(f[0] + " " + f[4] + " " + f[5]).second);  // no point twice
+      ++rows_per_series[f[0]];
+    }
+    // Every point of the code is in the file: as many distinct rows as points.
+    CHECK(rows_per_series.size() == series.size());
+    for (const auto& [key, s] : series) {
+      CAPTURE(key);
+      CHECK(rows_per_series[key] == s->points.size());
+      CHECK(s->source.rfind("step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv", 0) == 0);
+    }
   }
 }

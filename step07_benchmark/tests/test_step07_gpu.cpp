@@ -1,13 +1,16 @@
 // step07's GPU tests: every always-available implementation (our kernels, cuBLAS standard
 // attention) against common's float64 reference on small ragged problems, the device helpers
-// (random inputs, whole-tensor comparison, masked softmax), and the timing harness. They skip
-// without a GPU (FA2_REQUIRE_GPU=1 turns that into a failure).
+// (random inputs, whole-tensor comparison, masked softmax), and the timing harness: do_bench,
+// isolated launches, and the runner's rotating rounds with NVML's readings. They skip without a
+// GPU (FA2_REQUIRE_GPU=1 turns that into a failure).
 //   ctest --test-dir build/<preset> -L step07
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,7 +24,10 @@
 #include "step07_benchmark/baselines/impl_cublas.hpp"
 #include "step07_benchmark/harness/bench_device.hpp"
 #include "step07_benchmark/harness/bench_options.hpp"
+#include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/bench_runner.hpp"
+#include "step07_benchmark/harness/bench_stats.hpp"
+#include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/timing.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
@@ -71,6 +77,29 @@ struct DeviceProblem {
     v.upload(V.storage());
   }
   AttentionBuffers buffers() { return {q.data(), k.data(), v.data(), o.data(), l.data()}; }
+};
+
+// A small forward problem's inputs, drawn on the device, and an L2 flusher: what the timing tests
+// time.
+struct TimingInputs {
+  Problem p{1, 4, 256, 64, false};
+  std::size_t elems = static_cast<std::size_t>(p.qkv_elements());
+  cuda::DeviceBuffer<bf16> q, k, v, o;
+  cuda::DeviceBuffer<float> l;
+  L2Flusher flusher;
+
+  TimingInputs()
+      : q(elems), k(elems), v(elems), o(elems), l(static_cast<std::size_t>(p.heads() * p.N)), flusher(flush_bytes()) {
+    fill_normal_bf16(q.data(), elems, 1, nullptr);
+    fill_normal_bf16(k.data(), elems, 2, nullptr);
+    fill_normal_bf16(v.data(), elems, 3, nullptr);
+  }
+  AttentionBuffers buffers() { return {q.data(), k.data(), v.data(), o.data(), l.data()}; }
+  static std::size_t flush_bytes() {
+    int device = 0;
+    FA2_CUDA_CHECK(cudaGetDevice(&device));
+    return l2_flush_bytes(device);
+  }
 };
 
 std::vector<Implementation> always_available() {
@@ -232,17 +261,10 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("the timing harness returns positive finite times for the step05 kernel and cuBLAS attention") {
     FA2_SKIP_WITHOUT_GPU();
-    const Problem p{1, 4, 256, 64, false};
-    const auto elems = static_cast<std::size_t>(p.qkv_elements());
-    cuda::DeviceBuffer<bf16> q(elems), k(elems), v(elems), o(elems);
-    cuda::DeviceBuffer<float> l(static_cast<std::size_t>(p.heads() * p.N));
-    fill_normal_bf16(q.data(), elems, 1, nullptr);
-    fill_normal_bf16(k.data(), elems, 2, nullptr);
-    fill_normal_bf16(v.data(), elems, 3, nullptr);
-    const AttentionBuffers bufs{q.data(), k.data(), v.data(), o.data(), l.data()};
-    int device = 0;
-    FA2_CUDA_CHECK(cudaGetDevice(&device));
-    L2Flusher flusher(l2_flush_bytes(device));
+    TimingInputs in;
+    const Problem& p = in.p;
+    const AttentionBuffers bufs = in.buffers();
+    L2Flusher& flusher = in.flusher;
     CHECK(flusher.bytes() >= (std::size_t{256} << 20));
     TimingBudget budget;
     budget.warmup_ms = 1.0;
@@ -317,6 +339,83 @@ TEST_SUITE("gpu") {
         CHECK(m.status == Status::unsupported);
         CHECK(m.note.find("no backward pass") != std::string::npos);
       }
+    }
+  }
+
+  TEST_CASE("isolated launches are timed one at a time, each after its idle gap, with a call after each") {
+    FA2_SKIP_WITHOUT_GPU();
+    TimingInputs in;
+    const Problem& p = in.p;
+    const AttentionBuffers bufs = in.buffers();
+    L2Flusher& flusher = in.flusher;
+    for (const auto& impl : always_available()) {
+      if (impl.key != fa2::variants::kStep05Key) continue;
+      PreparedRun run = impl.prepare(p, bufs, nullptr);
+      TimingBudget budget;
+      budget.isolated_launches = 4;
+      budget.gap_ms = 20.0;
+      int calls = 0;
+      const auto start = std::chrono::steady_clock::now();
+      const Timing t = time_isolated(run.run, nullptr, flusher, budget, [&] { ++calls; });
+      const double wall_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      CHECK(calls == 4);
+      REQUIRE(t.samples.size() == 4);
+      CHECK(t.plan.reps == 4);
+      for (double ms : t.samples) CHECK(ms > 0.0);
+      CHECK(t.ms.median == summarize(t.samples).median);
+      CHECK(wall_ms >= 4 * 20.0);  // every launch waited its gap
+      budget.isolated_launches = 0;
+      CHECK_THROWS_AS(time_isolated(run.run, nullptr, flusher, budget), std::invalid_argument);
+    }
+  }
+
+  TEST_CASE("in rounds every implementation is timed once per round in the rotating order, with NVML's reading") {
+    FA2_SKIP_WITHOUT_GPU();
+    std::ostringstream log;
+    RunnerConfig config;
+    config.budget.warmup_ms = 1.0;
+    config.budget.rep_ms = 3.0;
+    config.rounds = 5;
+    config.seed = fresh_seed();
+    Runner runner(assemble_registry({}), config, log);
+    const Problem p{1, 2, 200, 64, false};
+    // The reference runs first, then the others in the registry's order: positions 0, 1, 2 of
+    // rotation_order.
+    const std::vector<std::string> keys = {fa2::variants::kStep05Key, "v5", "cublas"};
+    const auto results = runner.run({p}, keys);
+    INFO(log.str());
+    REQUIRE(results.size() == 3);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const Measurement& m = results[i];
+      INFO(m.key, ": ", m.note);
+      CHECK(m.key == keys[i]);
+      REQUIRE(m.status == Status::ok);
+      CHECK(m.timing == "do_bench");
+      REQUIRE(m.round_ms.size() == 5);
+      REQUIRE(m.round_position.size() == 5);
+      REQUIRE(m.round_gpu.size() == 5);
+      for (std::size_t r = 0; r < 5; ++r) {
+        const auto order = rotation_order(3, r);
+        CHECK(order[m.round_position[r]] == i);  // where the rotation put it in round r
+      }
+      CHECK(m.ms.median == summarize(m.round_ms).median);
+      CHECK(m.reps == std::accumulate(m.round_reps.begin(), m.round_reps.end(), 0));
+      if (runner.nvml().available()) {
+        REQUIRE(m.gpu.sm_mhz.has_value());
+        CHECK(*m.gpu.sm_mhz > 0u);
+      } else {
+        CHECK(m.gpu.empty());
+      }
+    }
+    CHECK(log.str().find("round 5/5 (ms):") != std::string::npos);
+    const auto pairs = pair_results(results, {p}, {{"v5", keys[0]}, {"cublas", keys[0]}});
+    REQUIRE(pairs.size() == 2);
+    for (const auto& pair : pairs) {
+      CHECK(pair.spread.rounds == 5);
+      CHECK(pair.spread.min <= pair.spread.median);
+      CHECK(pair.spread.median <= pair.spread.max);
+      CHECK(pair.spread.min > 0.0);
     }
   }
 }

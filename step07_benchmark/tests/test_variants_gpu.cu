@@ -1,8 +1,9 @@
 // Every row of the variants table on the GPU, against the float64 reference: step05's kernel at
 // larger tiles, the ladder (v2-v4, float32 and bf16), the fast kernel's configurations (v5, bf16),
 // v6 on Hopper (skipped, with the reason, on other GPUs or in a build without sm_90a) and the
-// fast backward's (v5 and v5b.*: dQ, dK, dV). A variant that fails here is wrong, whatever its
-// speed.
+// fast backward's (v5 and v5b.*: dQ, dK, dV). The ablations (v5.x, v5b.x, v6.x) run when the lab
+// is built (FA2_BUILD_ABLATIONS), and are named as not run otherwise. A variant that fails here
+// is wrong, whatever its speed.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -11,9 +12,10 @@
 #include <vector>
 
 #include "common/cuda/gpu.hpp"
+#include "common/testing.hpp"
 #include "step05_fa2_kernel/tests/flash_bwd_test_support_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
-#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
+#include "step07_benchmark/kernels/fast/flash_attention.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
 using fa2::testing::gpu_runner;
@@ -45,9 +47,13 @@ void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vec
   }
 }
 
-// Whether this GPU and this build can run the row's forward: v6 needs sm_90a code and an sm_90
-// device. Says why not, once per row, when it cannot.
+// Whether this build has the row's kernels (an ablation needs the lab) and this GPU can run its
+// forward (v6 needs sm_90a code and an sm_90 device). Says why not, once per row, when it cannot.
 bool runs_here(const fa2::variants::KernelVariant& v) {
+  if (const std::string why = fa2::variants::not_built_reason(v); !why.empty()) {
+    MESSAGE(v.key, " not run: ", why);
+    return false;
+  }
   if (v.family != "hopper") return true;
   const std::string why = fa2::fast::hopper_unavailable();
   if (why.empty()) return true;
@@ -70,7 +76,7 @@ std::vector<const fa2::variants::KernelVariant*> layout_checked_forwards() {
 std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
   std::vector<const fa2::variants::KernelVariant*> out;
   for (const auto& v : kernel_variants()) {
-    if (v.cuda_backward != nullptr && v.family != "ours") out.push_back(&v);
+    if (v.family != "ours" && v.passes != "forward" && runs_here(v) && v.cuda_backward != nullptr) out.push_back(&v);
   }
   return out;
 }
@@ -91,8 +97,8 @@ TEST_SUITE("gpu+variants") {
                      fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end() ||
-          !runs_here(v))
+      if (std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end() || !runs_here(v) ||
+          v.cuda == nullptr)
         continue;
       INFO(v.name());
       fa2::testing::check_article_matrix<T>(gpu_runner<T>(v.cuda), v.head_dims);
@@ -102,7 +108,7 @@ TEST_SUITE("gpu+variants") {
   TEST_CASE("GPU: every bf16 variant handles causal N_q != N_k, ragged tiles and odd lengths") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || v.family == "ours" || !runs_here(v)) continue;  // step05's: its own GPU tests
+      if (v.family == "ours" || !runs_here(v) || v.cuda == nullptr) continue;  // step05's: its own GPU tests
       INFO(v.name());
       check_extra(gpu_runner<fa2::bf16>(v.cuda), v.head_dims);
     }
@@ -260,7 +266,7 @@ TEST_SUITE("gpu+sanitizer") {
   TEST_CASE("GPU: fast configurations on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if (v.cuda == nullptr || (v.family != "fast" && v.family != "hopper") || !runs_here(v)) continue;
+      if ((v.family != "fast" && v.family != "hopper") || !runs_here(v) || v.cuda == nullptr) continue;
       INFO(v.name());
       for (const fa2::testing::FlashShape shape :
            {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}, {140, 65, 70, 64}}) {
@@ -290,23 +296,47 @@ TEST_SUITE("variants") {
     auto c =
         fa2::make_flash_args<fa2::bf16>(h64.cview(), h64.cview(), h64.cview(), h64.view(), lh.view(), false, -1.0f);
     CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(c), doctest::Contains("positive"), std::invalid_argument);
-    // A configuration built for head dim 64 only refuses 128 rather than launching nothing.
+    // The plan says the same without throwing, and names no kernel.
+    const fa2::fast::ForwardPlan plan = fa2::fast::plan_forward(b);
+    CHECK_FALSE(plan.runs());
+    CHECK(plan.refused == "head_dim: the fast kernel takes 32, 64 or 128");
+    CHECK_FALSE(static_cast<bool>(plan.launch));
+  }
+
+  TEST_CASE("a configuration built for head dim 64 only refuses 128 rather than launching nothing") {
+    const auto& v51 = fa2::variants::kernel_variant("v5.1");
+    if (const std::string why = fa2::variants::not_built_reason(v51); !why.empty()) {
+      fa2::testing::mark_skipped(why);
+      return;
+    }
+    // Runs without a GPU: the checks come before any CUDA call.
     fa2::Tensor<fa2::bf16, 3> h128({1, 8, 128});
+    fa2::Tensor<float, 2> lh({1, 8});
     auto d = fa2::make_flash_args<fa2::bf16>(h128.cview(), h128.cview(), h128.cview(), h128.view(), lh.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v5.1").cuda(d, nullptr),
-                         doctest::Contains("built for head dims 64"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(v51.cuda(d, nullptr), doctest::Contains("v5.1 is built for head dims 64, got 128"),
+                         std::invalid_argument);
   }
 
   TEST_CASE("v6 refuses what it does not support, naming the argument") {
-    // Runs without a GPU: the argument checks come before the question of the device.
+    // Runs without a GPU: the argument checks come before the question of the device. The
+    // product's tuned v6, and its configurations when the lab is built.
     fa2::Tensor<fa2::bf16, 3> h32({1, 8, 32});
     fa2::Tensor<float, 2> l({1, 8});
     auto a = fa2::make_flash_args<fa2::bf16>(h32.cview(), h32.cview(), h32.cview(), h32.view(), l.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::v6_overlap(a, nullptr), doctest::Contains("head_dim: v6 takes 64 or 128"),
-                         std::invalid_argument);
     fa2::Tensor<float, 3> f({1, 8, 64});
     auto b = fa2::make_flash_args<float>(f.cview(), f.cview(), f.cview(), f.view(), l.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::v6_lockstep(b, nullptr), doctest::Contains("bfloat16 only"), std::invalid_argument);
+    for (const char* key : {"v6", "v6.1", "v6.2"}) {
+      const auto& v = fa2::variants::kernel_variant(key);
+      if (v.cuda == nullptr) {
+        MESSAGE(key, " not checked: ", fa2::variants::not_built_reason(v));
+        continue;
+      }
+      INFO(key);
+      CHECK_THROWS_WITH_AS(v.cuda(a, nullptr), doctest::Contains("head_dim: v6 takes 64 or 128"),
+                           std::invalid_argument);
+      CHECK_THROWS_WITH_AS(v.cuda(b, nullptr), doctest::Contains("bfloat16 only"), std::invalid_argument);
+    }
+    CHECK(fa2::fast::hopper_unsupported_reason(a) == "head_dim: v6 takes 64 or 128");
   }
 
   TEST_CASE("the fast backward refuses what it does not support, naming the argument") {

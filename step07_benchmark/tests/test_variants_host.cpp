@@ -1,13 +1,15 @@
 // Every row of the variants table that has a host path (step05's kernel and the ladder v2-v4),
 // in CI: each must pass step06's full test matrix (the article's test file) before the benchmark
 // may time it, plus the cases the ladder's changes touch (causal shapes with N_q != N_k, every
-// head dim, ragged tiles). Also: the table itself, and step07's README showing it unchanged.
+// head dim, ragged tiles). Also: the table itself, the tuned entries' picks, which rows have
+// launchers in this build, and step07's README showing the table unchanged.
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
 
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
+#include "step07_benchmark/kernels/fast/variant_rows.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
 using fa2::testing::host_runner;
@@ -55,6 +57,57 @@ TEST_SUITE("variants") {
     CHECK(&fa2::variants::kernel_variant("v5.4") == &table[10]);
     CHECK_THROWS_WITH_AS(fa2::variants::kernel_variant("v9"), doctest::Contains("the keys are ours16"),
                          std::invalid_argument);
+  }
+
+  TEST_CASE("the ablations have launchers exactly when the lab is built, and say why not otherwise") {
+    for (const auto& v : kernel_variants()) {
+      INFO(v.key);
+      const bool generated = v.key.starts_with("v5.") || v.key.starts_with("v5b.") || v.key.starts_with("v6.");
+      const bool has_launcher = v.cuda != nullptr || v.cuda_backward != nullptr;
+      CHECK(v.ablation == generated);
+      if (!v.ablation) {
+        CHECK(fa2::variants::not_built_reason(v).empty());
+      } else if (fa2::variants::ablations_built()) {
+        CHECK(has_launcher);
+        CHECK(fa2::variants::not_built_reason(v).empty());
+      } else {
+        CHECK_FALSE(has_launcher);
+        CHECK_MESSAGE(fa2::variants::not_built_reason(v).find("FA2_BUILD_ABLATIONS") != std::string::npos,
+                      fa2::variants::not_built_reason(v));
+      }
+    }
+  }
+
+  TEST_CASE("the tuned entries run the rows their picks in variants.def name") {
+    using fa2::fast::Family;
+    using fa2::fast::picked_row;
+    using fa2::fast::row_index;
+    // v6: v6.11, except where another configuration won every round: at head dim 64 without a mask
+    // v6.17 on [2^15, 2^17) query rows, v6.14 on [2^18, 2^19), v6.12 from 2^19; with it v6.17 on
+    // [2^16, 2^18); at 128 v6.11 throughout.
+    CHECK(picked_row<Family::v6>("v6", 64, false, (1 << 15) - 1) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 15) == row_index<Family::v6>("v6.17"));
+    CHECK(picked_row<Family::v6>("v6", 64, false, (1 << 17) - 1) == row_index<Family::v6>("v6.17"));
+    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 17) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 18) == row_index<Family::v6>("v6.14"));
+    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 19) == row_index<Family::v6>("v6.12"));
+    CHECK(picked_row<Family::v6>("v6", 64, true, (1 << 16) - 1) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 64, true, 1 << 16) == row_index<Family::v6>("v6.17"));
+    CHECK(picked_row<Family::v6>("v6", 64, true, 1 << 18) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 128, false, 1 << 20) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 128, true, 1 << 20) == row_index<Family::v6>("v6.11"));
+    CHECK(picked_row<Family::v6>("v6", 32, false, 0) == -1);
+    // v5: v5.4 and v5.11 up to head dim 64, v5.8 and v5.14 at 128; the backward v5b.11, v5b.7 at 128.
+    CHECK(picked_row<Family::v5>("v5", 32, false, 0) == row_index<Family::v5>("v5.4"));
+    CHECK(picked_row<Family::v5>("v5", 64, true, 0) == row_index<Family::v5>("v5.11"));
+    CHECK(picked_row<Family::v5>("v5", 128, false, 0) == row_index<Family::v5>("v5.8"));
+    CHECK(picked_row<Family::v5>("v5", 128, true, 0) == row_index<Family::v5>("v5.14"));
+    CHECK(picked_row<Family::v5b>("v5", 32, true, 0) == row_index<Family::v5b>("v5b.11"));
+    CHECK(picked_row<Family::v5b>("v5", 128, false, 0) == row_index<Family::v5b>("v5b.7"));
+    // The product compiles what the picks name; the lab the rest of each row's head dims.
+    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 32, false) == fa2::fast::Part::product);
+    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 64, true) == fa2::fast::Part::lab);
+    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.1"), 128, false) == fa2::fast::Part::none);
   }
 
   TEST_CASE("step07's README shows the variants table exactly as the code has it") {

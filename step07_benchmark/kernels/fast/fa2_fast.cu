@@ -1,11 +1,34 @@
-// The fast kernel's argument checks and its tuned configuration. The other configurations of the
-// ablation are instantiated in fa2_fast_sweep_*.cu and listed in kernels/variants.cpp.
-#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
-#include "step07_benchmark/kernels/fast/fa2_fast_launch.cuh"
+// The product's forward: v5's argument checks, the plans of v5, v6 and "fast" (the tuned choices
+// are the picks of kernels/variants.def) and their launch. v6's own checks are in fa2_hopper.cu,
+// the backward's in fa2_fast_bwd.cu; the kernels are in the generated translation units.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "step07_benchmark/kernels/fast/flash_attention.hpp"
+#include "step07_benchmark/kernels/fast/launch_plan.hpp"
+#include "step07_benchmark/kernels/fast/variant_rows.hpp"
 
 namespace fa2::fast {
 
-std::string unsupported_reason(const FlashFwdArgs& a) {
+bool rows_16_byte_aligned(const void* data, const Extents<3>& strides, index_t element_bytes) {
+  const index_t per_chunk = 16 / element_bytes;
+  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && strides[0] % per_chunk == 0 && strides[1] % per_chunk == 0;
+}
+
+std::string v5_refusal(const FlashFwdArgs& a) {
+  try {
+    validate(a);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return v5_conditions(a);
+}
+
+std::string v5_conditions(const FlashFwdArgs& a) {
   if (a.dtype != DType::bfloat16) return "dtype: the fast kernel takes bfloat16 only";
   const index_t D = a.q_shape[2];
   if (D != 32 && D != 64 && D != 128) return "head_dim: the fast kernel takes 32, 64 or 128";
@@ -22,29 +45,66 @@ std::string unsupported_reason(const FlashFwdArgs& a) {
   return {};
 }
 
-void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
-  // The configurations chosen from the sweep (step07's README, run of 2026-11-29 on the H200;
-  // the keys are those of kernels/variants.cpp):
-  //   head dim <= 64, not causal   v5.4: 128 rows in 4 warps of 32, Q in registers, one K/V wait
-  //   head dim <= 64, causal       v5.11: the same + O through shared memory + paired query tiles
-  //   head dim 128, not causal     v5.8: Q re-read from shared memory (O needs the registers)
-  //   head dim 128, causal         v5.14: 8 warps of 16 rows, O through shared memory, pairs
-  const bool wide = args.q_shape[2] == 128;
-  if (!args.causal) {
-    wide ? launch_config<2, 4, 64, kQInSmem, 128>(args, stream)
-         : launch_config<2, 4, 64, kJointWait, 32, 64>(args, stream);
-  } else {
-    wide ? launch_config<1, 8, 64, kOPairs, 128>(args, stream) : launch_config<2, 4, 64, kOPairs, 32, 64>(args, stream);
-  }
+std::string v6_refusal(const FlashFwdArgs& a) {
+  std::string why = v5_refusal(a);
+  return why.empty() ? v6_refusal_beyond_v5(a) : why;
 }
 
-std::string best_forward(const FlashFwdArgs& args) {
-  const std::string why_not_v6 = hopper_unsupported_reason(args);
-  return why_not_v6.empty() ? "v6" : "v5 (" + why_not_v6 + ")";
+namespace {
+
+// The kernel a tuned entry runs for arguments its family's checks passed: its pick.
+template <Family F>
+void choose(ForwardPlan& plan, std::string_view tuned) {
+  const FlashFwdArgs& a = plan.args;
+  const long long head_dim = a.q_shape[2];
+  const int row = picked_row<F>(tuned, head_dim, a.causal, a.q_shape[0] * a.q_shape[1]);
+  if (row >= 0) {
+    plan.kernel = rows<F>()[row].key;
+    plan.launch = product_forward(F, row, head_dim, a.causal);
+  }
+  if (plan.launch == nullptr)
+    plan.refused = std::string(tuned) + ": no kernel built for head dim " + std::to_string(head_dim);
+}
+
+}  // namespace
+
+ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which) {
+  ForwardPlan plan;
+  plan.args = args;
+  plan.refused = v5_refusal(args);
+  if (!plan.refused.empty()) return plan;
+  if (which != Forward::v5) plan.v6_refused = v6_refusal_beyond_v5(args);
+  if (which == Forward::v6 && !plan.v6_refused.empty()) {
+    plan.refused = plan.v6_refused;
+  } else if (which != Forward::v5 && plan.v6_refused.empty()) {
+    choose<Family::v6>(plan, "v6");
+  } else {
+    choose<Family::v5>(plan, "v5");
+  }
+  return plan;
+}
+
+void run(const ForwardPlan& plan, cudaStream_t stream) {
+  if (!plan.runs()) throw std::invalid_argument(plan.refused);
+  plan.launch(plan, stream);
+}
+
+void flash_fwd_fast(const FlashFwdArgs& args, cudaStream_t stream) {
+  run(plan_forward(args, Forward::v5), stream);
 }
 
 void flash_fwd_best(const FlashFwdArgs& args, cudaStream_t stream) {
-  hopper_unsupported_reason(args).empty() ? flash_fwd_hopper(args, stream) : flash_fwd_fast(args, stream);
+  run(plan_forward(args, Forward::best), stream);
+}
+
+std::string unsupported_reason(const FlashFwdArgs& args) {
+  return v5_refusal(args);
+}
+
+std::string best_forward(const FlashFwdArgs& args) {
+  const ForwardPlan plan = plan_forward(args, Forward::best);
+  const std::string& why_not_v6 = plan.runs() ? plan.v6_refused : plan.refused;
+  return why_not_v6.empty() ? "v6" : "v5 (" + why_not_v6 + ")";
 }
 
 }  // namespace fa2::fast

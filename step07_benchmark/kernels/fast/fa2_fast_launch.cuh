@@ -1,15 +1,23 @@
-// Host side of the fast kernel: FastParams from FlashFwdArgs, the launch, and the choice of
-// instantiation (head dim, causal flag). Included by the fa2_fast*.cu files.
+// Host side of v5's kernels (fa2_fast.cuh, and the backward's fa2_fast_bwd.cuh): their
+// parameters from a plan's arguments, the launch of one configuration, and the shared-memory
+// opt-in once per kernel and device. Included by the generated translation units
+// (fa2_fast_instances.cuh) and by v6's launch (fa2_hopper_launch.cuh).
 #pragma once
 
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "common/cuda/cuda_check.hpp"
-#include "step05_fa2_kernel/flash_fwd_dispatch.hpp"
+#include "common/numeric.hpp"
 #include "step07_benchmark/kernels/fast/fa2_fast.cuh"
-#include "step07_benchmark/kernels/fast/fa2_fast.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast_bwd.cuh"
+#include "step07_benchmark/kernels/fast/launch_plan.hpp"
 
 namespace fa2::fast {
 
@@ -33,44 +41,95 @@ inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
   return p;
 }
 
+// The backward's arguments from FlashBwdArgs.
+inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
+  FastBwdParams p{};
+  p.Q = static_cast<const __nv_bfloat16*>(a.q);
+  p.K = static_cast<const __nv_bfloat16*>(a.k);
+  p.V = static_cast<const __nv_bfloat16*>(a.v);
+  p.O = static_cast<const __nv_bfloat16*>(a.o);
+  p.dO = static_cast<const __nv_bfloat16*>(a.do_);
+  p.L = a.l;
+  p.D_rows = a.d_rows;
+  p.dQ_accum = a.dq_accum;
+  p.dQ = static_cast<__nv_bfloat16*>(a.dq);
+  p.dK = static_cast<__nv_bfloat16*>(a.dk);
+  p.dV = static_cast<__nv_bfloat16*>(a.dv);
+  p.stride_qb = a.q_strides[0], p.stride_qq = a.q_strides[1];
+  p.stride_kb = a.k_strides[0], p.stride_kk = a.k_strides[1];
+  p.stride_vb = a.v_strides[0], p.stride_vk = a.v_strides[1];
+  p.stride_ob = a.o_strides[0], p.stride_oq = a.o_strides[1];
+  p.stride_dob = a.do_strides[0], p.stride_doq = a.do_strides[1];
+  p.stride_lb = a.l_strides[0], p.stride_lq = a.l_strides[1];
+  p.stride_Db = a.d_rows_strides[0], p.stride_Dq = a.d_rows_strides[1];
+  p.stride_accb = a.dq_accum_strides[0], p.stride_accq = a.dq_accum_strides[1];
+  p.stride_dqb = a.dq_strides[0], p.stride_dqq = a.dq_strides[1];
+  p.stride_dkb = a.dk_strides[0], p.stride_dkk = a.dk_strides[1];
+  p.stride_dvb = a.dv_strides[0], p.stride_dvk = a.dv_strides[1];
+  p.N_QUERIES = static_cast<int>(a.q_shape[1]);
+  p.N_KEYS = static_cast<int>(a.k_shape[1]);
+  p.scale = softmax_scale(forward_args(a));
+  p.scale_log2 = p.scale * kLog2e;
+  return p;
+}
+
+// Raises `kernel`'s dynamic shared memory limit to `bytes` on `device`. The limit belongs to the
+// device's context, so it is set once per kernel and device: `opted_in` is the kernel's set of
+// devices done (ordinals past 63 are set at every launch).
+template <class Kernel>
+void opt_in_shared_memory(Kernel* kernel, std::size_t bytes, const DeviceInfo& device,
+                          std::atomic<std::uint64_t>& opted_in, std::string_view name) {
+  const std::uint64_t bit = device.ordinal < 64 ? std::uint64_t{1} << device.ordinal : 0;
+  if (bit != 0 && (opted_in.load(std::memory_order_acquire) & bit) != 0) return;
+  if (bytes > static_cast<std::size_t>(device.smem_optin_bytes)) {
+    throw std::runtime_error(std::string(name) + " needs " + std::to_string(bytes) +
+                             " bytes of shared memory per block; this GPU offers " +
+                             std::to_string(device.smem_optin_bytes));
+  }
+  FA2_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  opted_in.fetch_or(bit, std::memory_order_release);
+}
+
+// One configuration of v5's forward on the plan's arguments (checked when it was made).
 template <class Cfg>
-void launch_fast(const FlashFwdArgs& a, cudaStream_t stream) {
-  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
-  static const bool opted_in = [] {
-    FA2_CUDA_CHECK(cudaFuncSetAttribute(fast_fwd_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(Cfg::smem_bytes)));
-    return true;
-  }();
-  (void)opted_in;
+void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
+  const FastParams p = make_fast_params(plan.args, Cfg::BLOCK_M);
+  static std::atomic<std::uint64_t> opted_in{0};
+  opt_in_shared_memory(fast_fwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
   const int blocks_x = Cfg::CAUSAL_PAIRS ? (p.n_q_tiles + 1) / 2 : p.n_q_tiles;
-  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(a.q_shape[0]));
+  const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(plan.args.q_shape[0]));
   fast_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 }
 
-// Checks the arguments, then launches the configuration's instantiation for their head dim
-// (one of Ds) and causal flag, through the repository's one dispatcher (flash_fwd_dispatch.hpp).
-template <int WM, int NW, int BN, FastOptions OPT, int... Ds>
-void launch_config(const FlashFwdArgs& a, cudaStream_t stream) {
-  validate(a);
-  if (const auto why = unsupported_reason(a); !why.empty()) throw std::invalid_argument(why);
-  dispatch_flash(
-      a, DTypes<bf16>{}, HeadDims<Ds...>{}, "this fast configuration", [&](auto, auto head_dim, auto causal) {
-        launch_fast<FastConfig<decltype(head_dim)::value, WM, NW, BN, decltype(causal)::value, OPT>>(a, stream);
-      });
-}
+// One configuration of v5's backward: its three launches.
+template <class Cfg>
+void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+  const FlashBwdArgs& a = plan.args;
+  // The key-tile kernel's grid is (batch, key tiles): the key tile is the slow index, so the
+  // heaviest causal blocks of every head start first. CUDA caps a grid's y dimension at 65535.
+  const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);
+  if (key_blocks > 65535) {
+    throw std::invalid_argument("K.shape: N_k = " + std::to_string(a.k_shape[1]) +
+                                " needs more than 65535 key tiles of " + std::to_string(Cfg::BLOCK_N) +
+                                " (the launch grid's y dimension); the fast backward takes N_k up to " +
+                                std::to_string(65535 * Cfg::BLOCK_N));
+  }
+  const FastBwdParams p = make_fast_bwd_params(a);
+  const auto batch = static_cast<unsigned>(a.q_shape[0]);
+  // The row phases: one thread per 16-byte chunk of a query row.
+  const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(a.q_shape[1] * Cfg::CHUNKS, 256));
+  fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
 
-// The options of each step of the ablation (see fa2_fast.cu for the table).
-inline constexpr FastOptions kNoSwizzleOneStage{.swizzle = false, .stages = 1, .split_kv = false};
-inline constexpr FastOptions kOneStage{.stages = 1, .split_kv = false};
-inline constexpr FastOptions kJointWait{.split_kv = false};
-inline constexpr FastOptions kSplitWait{};
-inline constexpr FastOptions kOViaSmem{.o_via_smem = true};
-inline constexpr FastOptions kPairs{.causal_pairs = true};
-inline constexpr FastOptions kQInSmem{.q_in_regs = false};
-inline constexpr FastOptions kOPairs{.o_via_smem = true, .causal_pairs = true};
-inline constexpr FastOptions kAll{.q_in_regs = false, .o_via_smem = true, .causal_pairs = true};
-inline constexpr FastOptions kOPairsOverlap{.o_via_smem = true, .causal_pairs = true, .overlap = true};
-inline constexpr FastOptions kAllOverlap{.q_in_regs = false, .o_via_smem = true, .causal_pairs = true, .overlap = true};
+  static std::atomic<std::uint64_t> opted_in{0};
+  opt_in_shared_memory(fast_bwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
+  fast_bwd_kernel<Cfg>
+      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
+
+  fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
+}
 
 }  // namespace fa2::fast

@@ -7,7 +7,7 @@
 
 namespace fa2::ladder {
 
-// The tile configuration the ladder climbs from: variant 1's choice (see step07's README).
+// The tile configuration the ladder climbs from: variant 1's choice (step07's APPENDIX.md, B.2).
 inline constexpr int kQTile = 64, kKTile = 64, kWarps = 8;
 
 void v2_host(const FlashFwdArgs& args);  // causal tile skipping

@@ -1,0 +1,275 @@
+// v5's per-warp pieces (fa2_fast.cuh): S = Q K_j^T on mma.sync, the masks, the online softmax on
+// a warp's rows, O += P V_j and the store of O and L; the K/V stages of the key loop (KeyStream).
+// v6 (hopper/) reuses the softmax, the masks and the store: a warp's 16 rows of a wgmma
+// accumulator have mma.sync's layout.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "step07_benchmark/kernels/fast/fa2_fast_config.cuh"
+#include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/fast/mma_primitives.cuh"
+#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
+
+namespace fa2::fast {
+
+// ---- the pieces of the loop, per warp -------------------------------------------------------
+// Fragments of this warp's rows: S (and then P) is WARP_M x (BLOCK_N / 8) mma tiles of 16 x 8,
+// O is WARP_M x (D / 8) of them. Lane (g = lane / 4, c = 2 (lane % 4)) holds rows g and g + 8,
+// columns c and c + 1 of each tile.
+template <class Cfg>
+using ScoreFrags = float[Cfg::WARP_M][Cfg::BLOCK_N / 8][4];
+template <class Cfg>
+using QFrags = std::uint32_t[Cfg::Q_IN_REGS ? Cfg::WARP_M : 1][Cfg::Q_IN_REGS ? Cfg::D / 16 : 1][4];
+
+template <class Cfg>
+struct RowState {
+  float o[Cfg::WARP_M][Cfg::D / 8][4];  // O accumulator, unnormalised, fp32
+  float m[Cfg::WARP_M][2];              // running max, in log2 units
+  float l[Cfg::WARP_M][2];              // this lane's share of the running sum
+};
+
+struct WarpPlace {
+  int lane, warp_row0, q0_warp;  // lane; the warp's first row in the block, and its first query
+};
+
+// S = Q K_j^T for the warp's rows, fp32, in registers.
+template <class Cfg>
+__device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
+                                               const __nv_bfloat16* sKj, const WarpPlace& w) {
+  constexpr int WM = Cfg::WARP_M;
+#pragma unroll
+  for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t) s[mt][t][0] = s[mt][t][1] = s[mt][t][2] = s[mt][t][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::D / 16; ++kk) {
+    std::uint32_t qa[WM][4];
+#pragma unroll
+    for (int mt = 0; mt < WM; ++mt) {
+      if constexpr (Cfg::Q_IN_REGS) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) qa[mt][r] = qf[mt][kk][r];
+      } else {
+        ldmatrix_x4(qa[mt], addr_rows_then_chunks<Cfg>(sQ, w.warp_row0 + mt * 16, 2 * kk, w.lane));
+      }
+    }
+#pragma unroll
+    for (int nn = 0; nn < Cfg::BLOCK_N / 16; ++nn) {
+      std::uint32_t b[4];
+      ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, w.lane));
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        mma_bf16_16816(s[mt][2 * nn], qa[mt], b[0], b[1]);
+        mma_bf16_16816(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// Keys past N_KEYS (the padded last tile) and, when causal, keys after the query become -inf.
+// Only the tiles that need it pay for it.
+template <class Cfg>
+__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_KEYS, const WarpPlace& w) {
+  const bool ragged = k0 + Cfg::BLOCK_N > N_KEYS;
+  const bool straddles = Cfg::CAUSAL && k0 + Cfg::BLOCK_N - 1 > w.q0_warp;  // crosses this warp's diagonal
+  if (!ragged && !straddles) return;
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const RowCol at = mma_c_element(w.lane, e);  // in the 16 x 8 accumulator tile (mt, t)
+        const int key = k0 + t * 8 + at.col;
+        const int query = w.q0_warp + mt * 16 + at.row;
+        if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
+      }
+}
+
+// The online softmax step in log2 units: m grows to cover the tile, O and l are rescaled by
+// alpha = 2^(m_old - m_new), and s becomes P = 2^(s * scale * log2 e - m) (one FFMA, one EX2).
+template <class Cfg>
+__device__ __forceinline__ void online_softmax(ScoreFrags<Cfg>& s, RowState<Cfg>& st, float scale_log2) {
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt) {
+    float row_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) row_max[e >> 1] = fmaxf(row_max[e >> 1], s[mt][t][e]);
+    float neg_m[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      // The four lanes of a quad hold one row between them.
+      row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 1));
+      row_max[h] = fmaxf(row_max[h], __shfl_xor_sync(0xffffffffu, row_max[h], 2));
+      const float m_new = fmaxf(st.m[mt][h], row_max[h] * scale_log2);
+      // A row that has seen only masked keys keeps m = -inf; use 0 so -inf - m is not NaN.
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = exp2_approx(st.m[mt][h] - m_use);  // 0 on the first tile
+      st.m[mt][h] = m_new;
+      st.l[mt][h] *= alpha;
+#pragma unroll
+      for (int t = 0; t < Cfg::D / 8; ++t) {
+        st.o[mt][t][2 * h] *= alpha;
+        st.o[mt][t][2 * h + 1] *= alpha;
+      }
+      neg_m[h] = -m_use;
+    }
+#pragma unroll
+    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float pr = exp2_approx(fmaf(s[mt][t][e], scale_log2, neg_m[e >> 1]));
+        s[mt][t][e] = pr;
+        st.l[mt][e >> 1] += pr;
+      }
+  }
+}
+
+// O += P V_j. The S accumulators are already in the A-operand layout of the second mma:
+// two neighbouring 16x8 tiles of P make one 16x16 A fragment once packed to bf16, register r
+// from the accumulators layouts.hpp's p_source_* name.
+template <class Cfg>
+__device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const __nv_bfloat16* sVj,
+                                              int lane) {
+  constexpr int WM = Cfg::WARP_M;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_N / 16; ++kk) {
+    std::uint32_t pa[WM][4];
+#pragma unroll
+    for (int mt = 0; mt < WM; ++mt)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int t = 2 * kk + p_source_tile(r), e = p_source_element(r);
+        pa[mt][r] = pack_bf16x2(s[mt][t][e], s[mt][t][e + 1]);
+      }
+#pragma unroll
+    for (int dd = 0; dd < Cfg::D / 16; ++dd) {
+      std::uint32_t b[4];
+      ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sVj, kk * 16, 2 * dd, lane));
+#pragma unroll
+      for (int mt = 0; mt < WM; ++mt) {
+        mma_bf16_16816(st.o[mt][2 * dd], pa[mt], b[0], b[1]);
+        mma_bf16_16816(st.o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// O / l once and L = ln 2 * (m + log2 l), rows past N_QUERIES skipped. With O_VIA_SMEM the tile goes
+// through shared memory (sQ, no longer needed) and leaves in whole 16-byte chunks.
+template <class Cfg>
+__device__ __forceinline__ void write_output(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w, int q0,
+                                             index_t bh, __nv_bfloat16* sQ) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  const int g = w.lane / 4, c = 2 * (w.lane % 4);
+  __nv_bfloat16* Ob = p.O + bh * p.stride_ob;
+  float* Lb = p.L + bh * p.stride_lb;
+  if constexpr (Cfg::O_VIA_SMEM) __syncthreads();  // sQ is about to hold O: every warp must be done reading Q
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = st.l[mt][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = w.warp_row0 + mt * 16 + g + 8 * h;  // inside the block
+      const int query = q0 + row;
+      const float inv = 1.0f / sum;
+      if constexpr (Cfg::O_VIA_SMEM) {
+#pragma unroll
+        for (int t = 0; t < Cfg::D / 8; ++t) {
+          *reinterpret_cast<std::uint32_t*>(sQ + tile_offset<Cfg>(row, t) + c) =
+              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
+        }
+      } else if (query < p.N_QUERIES) {
+        __nv_bfloat16* out_row = Ob + static_cast<index_t>(query) * p.stride_oq;
+#pragma unroll
+        for (int t = 0; t < Cfg::D / 8; ++t) {
+          *reinterpret_cast<std::uint32_t*>(out_row + t * 8 + c) =
+              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
+        }
+      }
+      if (query < p.N_QUERIES && (w.lane & 3) == 0) {
+        Lb[static_cast<index_t>(query) * p.stride_lq] = (st.m[mt][h] + log2f(sum)) * kLn2;
+      }
+    }
+  if constexpr (Cfg::O_VIA_SMEM) {
+    __syncthreads();
+    constexpr int total = Cfg::BLOCK_M * Cfg::CHUNKS;
+#pragma unroll
+    for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
+      const int r = i / Cfg::CHUNKS, ch = i % Cfg::CHUNKS;
+      if (q0 + r < p.N_QUERIES) {
+        *reinterpret_cast<uint4*>(Ob + static_cast<index_t>(q0 + r) * p.stride_oq + ch * 8) =
+            *reinterpret_cast<const uint4*>(sQ + tile_offset<Cfg>(r, ch));
+      }
+    }
+  }
+}
+
+// ---- the key loop's shared-memory stages -----------------------------------------------------
+// Where K_j and V_j land (two stages with double buffering), how they are requested, and which
+// key tiles a warp takes part in.
+template <class Cfg>
+struct KeyStream {
+  const FastParams& p;
+  const __nv_bfloat16* Kb;  // this (batch, head)'s K and V
+  const __nv_bfloat16* Vb;
+  __nv_bfloat16* sK;
+  __nv_bfloat16* sV;
+  int last_query_of_warp;  // causal: the warp's last query row
+
+  __device__ __forceinline__ __nv_bfloat16* K_stage(int j) const {
+    return sK + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
+  }
+  __device__ __forceinline__ __nv_bfloat16* V_stage(int j) const {
+    return sV + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
+  }
+  __device__ __forceinline__ void load_K(int j) const {
+    load_tile_async<Cfg, Cfg::BLOCK_N>(K_stage(j), Kb, p.stride_kk, j * Cfg::BLOCK_N, p.N_KEYS);
+  }
+  __device__ __forceinline__ void load_V(int j) const {
+    load_tile_async<Cfg, Cfg::BLOCK_N>(V_stage(j), Vb, p.stride_vk, j * Cfg::BLOCK_N, p.N_KEYS);
+  }
+  // A warp whose queries all come before a tile's first key has nothing to do with that tile.
+  __device__ __forceinline__ bool sees(int j) const {
+    return !Cfg::CAUSAL || causal_tile_needed(j, last_query_of_warp, Cfg::BLOCK_N);
+  }
+  // S_j = Q K_j^T for this warp's rows, masked (mask_scores): K_j must have landed.
+  __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
+                                         const WarpPlace& w) const {
+    compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
+    mask_scores<Cfg>(s, j * Cfg::BLOCK_N, p.N_KEYS, w);
+  }
+};
+
+template <class Cfg>
+__device__ __forceinline__ void init_row_state(RowState<Cfg>& st) {
+#pragma unroll
+  for (int mt = 0; mt < Cfg::WARP_M; ++mt) {
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) st.o[mt][t][0] = st.o[mt][t][1] = st.o[mt][t][2] = st.o[mt][t][3] = 0.0f;
+    st.m[mt][0] = st.m[mt][1] = -INFINITY;
+    st.l[mt][0] = st.l[mt][1] = 0.0f;
+  }
+}
+
+// With Q_IN_REGS, this warp's Q fragments go to registers once, for every key tile.
+template <class Cfg>
+__device__ __forceinline__ void load_q_fragments(QFrags<Cfg>& qf, const __nv_bfloat16* sQ, const WarpPlace& w) {
+  if constexpr (Cfg::Q_IN_REGS) {
+#pragma unroll
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+      for (int kk = 0; kk < Cfg::D / 16; ++kk)
+        ldmatrix_x4(qf[mt][kk], addr_rows_then_chunks<Cfg>(sQ, w.warp_row0 + mt * 16, 2 * kk, w.lane));
+  }
+}
+
+}  // namespace fa2::fast

@@ -1,0 +1,43 @@
+// v6's kernels as the variants table (kernels/variants.def) describes them: each row's options at
+// head dims 64 and 128, and the kernels of one translation unit per head dim, mask and part,
+// which CMakeLists.txt generates for sm_90a alone (build/<preset>/step07_benchmark/instances/):
+//   template fa2::fast::Instances fa2::fast::v6_instances<128, false, fa2::fast::Part::product>();
+// A unit holds the rows its part owns at its head dim and mask (part_of, variant_rows.hpp).
+#pragma once
+
+#include <array>
+#include <iterator>
+#include <utility>
+
+#include "step07_benchmark/kernels/fast/fa2_hopper_launch.cuh"
+#include "step07_benchmark/kernels/fast/launch_plan.hpp"
+#include "step07_benchmark/kernels/fast/variant_rows.hpp"
+
+namespace fa2::fast {
+
+struct V6Options {
+  HopperOptions at64;
+  HopperOptions at128;
+};
+
+inline constexpr V6Options kV6Options[] = {
+#define FA2_V6(key, label, adds, head_dims, ...) {__VA_ARGS__},
+#include "step07_benchmark/kernels/variants.def"
+};
+static_assert(std::size(kV6Options) == std::size(kV6Rows));
+
+template <int ROW, int D, bool CAUSAL>
+void launch_v6_row(const ForwardPlan& plan, cudaStream_t stream) {
+  constexpr HopperOptions o = D == 64 ? kV6Options[ROW].at64 : kV6Options[ROW].at128;
+  launch_hopper<HopperConfig<D, CAUSAL, o>>(plan, stream);
+}
+
+// The unit's table: each row's launch where part P holds it at (D, CAUSAL), null elsewhere.
+template <int D, bool CAUSAL, Part P>
+Instances v6_instances() {
+  static constexpr auto forward = launch_table<Family::v6, P, D, CAUSAL, ForwardLaunch>(
+      []<int ROW>(std::integral_constant<int, ROW>) { return &launch_v6_row<ROW, D, CAUSAL>; });
+  return {forward.data(), nullptr};
+}
+
+}  // namespace fa2::fast

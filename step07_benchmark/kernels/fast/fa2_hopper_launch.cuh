@@ -1,0 +1,62 @@
+// Host side of v6's kernels (fa2_hopper.cuh): the launch of one configuration on a plan's
+// arguments, with the TMA views of Q, K, V and O for the warp-specialised kernels. Included by
+// the generated translation units (fa2_hopper_instances.cuh), compiled for sm_90a alone.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "common/cuda/cuda_check.hpp"
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast_launch.cuh"
+#include "step07_benchmark/kernels/fast/fa2_hopper.cuh"
+#include "step07_benchmark/kernels/fast/launch_plan.hpp"
+
+namespace fa2::fast {
+
+// The TMA view of a (batch, N, D) bf16 tensor with a contiguous head dim: dims (D, N, batch),
+// innermost first, byte strides for rows and batches; a box of 64 columns (the 128-byte swizzle's
+// row) by box_rows rows, rows past N read as zeros (fa2_hopper.cu).
+CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
+                     int box_rows);
+
+// One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps.
+template <class Cfg>
+void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
+  const FlashFwdArgs& a = plan.args;
+  const auto kernel = [] {
+    if constexpr (Cfg::TMA) {
+      return hopper_ws_fwd_kernel<Cfg>;
+    } else {
+      return hopper_fwd_kernel<Cfg>;
+    }
+  }();
+  const DeviceInfo& device = current_device();
+  static std::atomic<std::uint64_t> opted_in{0};
+  opt_in_shared_memory(kernel, Cfg::smem_bytes, device, opted_in, plan.kernel);
+  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
+  const index_t B = a.q_shape[0], D = a.q_shape[2];
+  const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(B);
+  if constexpr (Cfg::TMA) {
+    // One block per work item (query tile, head), or, persistent, one per SM walking them.
+    const int items = p.n_q_tiles * static_cast<int>(B);
+    const int blocks = Cfg::PERSISTENT ? std::min(items, device.sm_count) : items;
+    HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
+                    tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
+                    tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N),
+                    {}};
+    if constexpr (Cfg::STORE_TMA) maps.o = tile_map(a.o, B, a.q_shape[1], D, a.o_strides[1], a.o_strides[0], 64);
+    kernel<<<static_cast<unsigned>(blocks), Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps,
+                                                                                           static_cast<int>(B));
+  } else {
+    const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
+    kernel<<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  }
+  FA2_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fa2::fast

@@ -1,0 +1,68 @@
+// The fast FlashAttention-2 kernels as users call them (the product library fa2::flash_attention,
+// what the PyTorch operators and step07_bench link): v5's tuned forward (mma.sync, any sm_80 GPU),
+// v6's tuned forward (wgmma, TMA, warp specialisation: sm_90), "fast" (v6 where it runs, v5
+// elsewhere) and v5's tuned backward. bf16, head dims 32, 64, 128 (v6: 64, 128). No CUDA header
+// needed: CUstream_st* is what cudaStream_t is.
+//
+//   fa2::fast::flash_fwd_best(args, stream);              // checks, then runs; throws why it cannot
+//   const auto plan = fa2::fast::plan_forward(args);      // or: check once, look, then run
+//   if (!plan.runs()) report(plan.refused); else fa2::fast::run(plan, stream);
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "step05_fa2_kernel/flash_bwd.hpp"
+#include "step05_fa2_kernel/flash_fwd.hpp"
+
+namespace fa2::fast {
+
+// Which forward a plan runs: v5, v6, or the better of the two that can run the arguments.
+enum class Forward { v5, v6, best };
+
+// A forward call checked once: the arguments, why they cannot run (empty when they can) and the
+// kernel that runs them, so that running it checks nothing again.
+struct ForwardPlan {
+  FlashFwdArgs args;
+  std::string refused;      // why these arguments cannot run; empty when they can
+  std::string_view kernel;  // the configuration that runs them: its row of the variants table ("v6.17")
+  std::string v6_refused;   // Forward::best: why v6 does not run them (empty when it does)
+  void (*launch)(const ForwardPlan&, ::CUstream_st*) = nullptr;  // the kernel's launch
+  bool runs() const { return refused.empty(); }
+};
+
+// Checks the arguments (validate(), then what the kernel takes: bf16, its head dims, a positive
+// scale, 16-byte aligned rows; v6 also an sm_90 GPU and a build with sm_90a code) and chooses the
+// kernel. Never throws for arguments: what they lack is in `refused`.
+ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which = Forward::best);
+// Launches the plan's kernel on `stream`; std::invalid_argument with plan.refused when it cannot.
+void run(const ForwardPlan& plan, ::CUstream_st* stream = nullptr);
+
+// The same for the backward (dQ, dK, dV from O, L and dO; D_rows and dQ_accum are workspaces).
+struct BackwardPlan {
+  FlashBwdArgs args;
+  std::string refused;
+  std::string_view kernel;
+  void (*launch)(const BackwardPlan&, ::CUstream_st*) = nullptr;
+  bool runs() const { return refused.empty(); }
+};
+BackwardPlan plan_backward(const FlashBwdArgs& args);
+void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
+
+// One call each: plan, then run (throws std::invalid_argument with the reason when refused).
+void flash_fwd_fast(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // v5, tuned
+void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);  // v6, tuned
+void flash_fwd_best(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // "fast"
+void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);    // v5's backward
+
+// Why not, as plan_forward/plan_backward say it (empty: it runs): v5's conditions, which are
+// "fast"'s; v6's; the backward's (the forward's, and dO, dQ, dK, dV, dQ_accum 16-byte aligned).
+std::string unsupported_reason(const FlashFwdArgs& args);
+std::string hopper_unsupported_reason(const FlashFwdArgs& args);
+std::string unsupported_reason(const FlashBwdArgs& args);
+// Empty when this build and the current GPU can run v6 (sm_90a code, an sm_90 device), else why.
+std::string hopper_unavailable();
+// Which forward "fast" runs for these arguments: "v6", or "v5 (<why not v6>)".
+std::string best_forward(const FlashFwdArgs& args);
+
+}  // namespace fa2::fast

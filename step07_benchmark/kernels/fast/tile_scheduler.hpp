@@ -1,0 +1,81 @@
+// Which key tiles a query tile computes, and in which order blocks take the query tiles: the
+// causal key-tile formula and the tile scheduler that v5 (fa2_fast.cuh) and v6 (hopper/) share.
+// Host and device: tests/test_figures.cpp checks the schedule's balance on the host.
+#pragma once
+
+#include <climits>
+
+#include "common/host_device.hpp"
+
+namespace fa2::fast {
+
+// The one causal key-tile formula. Under the top-left causal mask query q sees key k when
+// k <= q, so a run of queries whose last is `last_query` (a block's, a warpgroup's, a warp's)
+// needs key tile j when the tile's first key j * block_n is at most last_query: tiles
+// 0 .. last_query / block_n, and never more than the n_key_tiles the keys fill. The loops that
+// walk every tile ask causal_tile_needed of each; the others count with causal_key_tiles.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr bool causal_tile_needed(int j, int last_query, int block_n) {
+  return j * block_n <= last_query;
+}
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int causal_key_tiles(int last_query, int block_n, int n_key_tiles) {
+  const int needed = last_query / block_n + 1;
+  return n_key_tiles < needed ? n_key_tiles : needed;
+}
+
+// Of n_keys keys in tiles of block_n, the tiles that the query tile of `rows` rows from q0
+// computes: all of them without a mask; with it, those up to its last real query (rows past
+// n_queries are padding).
+template <bool CAUSAL>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int key_tiles(int n_keys, int block_n, int q0, int rows, int n_queries) {
+  const int n_key_tiles = (n_keys + block_n - 1) / block_n;
+  if constexpr (!CAUSAL) {
+    return n_key_tiles;
+  } else {
+    const int end = q0 + rows < n_queries ? q0 + rows : n_queries;
+    return causal_key_tiles(end - 1, block_n, n_key_tiles);
+  }
+}
+
+// The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the
+// last first: query tile i needs about i + 1 key tiles, so the heaviest start first and the
+// lightest fill the end (longest processing time first).
+template <bool CAUSAL>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int query_tile_at(int i, int n_q_tiles) {
+  return CAUSAL ? n_q_tiles - 1 - i : i;
+}
+
+// A work item: query tile `q_tile` of (batch x head) `bh`.
+struct WorkTile {
+  int q_tile, bh;
+};
+
+// v6's items t = 0 .. n_q_tiles * heads - 1 and who computes which. Without a mask, the query
+// tiles of a head one after the other (the blocks running together share its K and V in L2).
+// Causal, query_tile_at's order across every head: the last query tile of each head, then the one
+// before it, and so on. Without PERSISTENT block b computes item b; with it there is a block per
+// SM, and round k holds items k * blocks onwards, taken left to right in even rounds and right to
+// left in odd ones: causal items come heaviest first, so the block that takes the heaviest of one
+// round takes the lightest of the next, and the blocks' totals stay even.
+template <bool CAUSAL, bool PERSISTENT>
+struct TileScheduler {
+  int n_q_tiles, heads;
+
+  FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int items() const { return heads * n_q_tiles; }
+
+  // The item that block `block` of `blocks` (blockIdx.x, gridDim.x) computes in its round k;
+  // INT_MAX when it has none.
+  FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int item(int k, int block, int blocks) const {
+    if constexpr (!PERSISTENT) return k == 0 ? block : INT_MAX;
+    return k * blocks + (k % 2 == 0 ? block : blocks - 1 - block);
+  }
+
+  FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr WorkTile work_tile(int t) const {
+    if constexpr (CAUSAL) {
+      return {query_tile_at<true>(t / heads, n_q_tiles), t % heads};
+    } else {
+      return {t % n_q_tiles, t / n_q_tiles};
+    }
+  }
+};
+
+}  // namespace fa2::fast
