@@ -132,12 +132,26 @@ std::optional<float> checked_scale(const char* op, std::optional<double> scale) 
 //     tensor, into a contiguous one;
 //   - a 4-D tensor whose B and H do not merge into one stride (stride(B) != H * stride(H), B and
 //     H both > 1; e.g. (B, N, H, D).transpose(1, 2)): the whole tensor, by reshape.
+//   - for kernel="fast", whose loads move 16-byte chunks, a tensor whose rows do not all start on
+//     a 16-byte boundary (a data pointer offset by a few elements, a row or batch stride that is
+//     not a multiple of 16 bytes): the whole tensor, into a fresh contiguous one.
 // Everything else is a view: any stride of N, any stride of a 3-D batch, a contiguous (B, H, N, D)
 // tensor, one head of a larger tensor. Outputs are always fresh contiguous tensors.
-at::Tensor kernel_view(const at::Tensor& t) {
+bool rows_16_byte_aligned(const at::Tensor& t3) {
+  const auto chunk = static_cast<std::int64_t>(16 / t3.element_size());
+  return reinterpret_cast<std::uintptr_t>(t3.const_data_ptr()) % 16 == 0 && t3.stride(0) % chunk == 0 &&
+         t3.stride(1) % chunk == 0;
+}
+
+at::Tensor kernel_view(const at::Tensor& t, Kernel kernel) {
   const at::Tensor dense_d = t.stride(-1) == 1 ? t : t.contiguous();
-  if (dense_d.dim() == 3) return dense_d;
-  return dense_d.reshape({dense_d.size(0) * dense_d.size(1), dense_d.size(2), dense_d.size(3)});
+  at::Tensor view = dense_d.dim() == 3
+                        ? dense_d
+                        : dense_d.reshape({dense_d.size(0) * dense_d.size(1), dense_d.size(2), dense_d.size(3)});
+  // A fresh allocation is aligned far beyond 16 bytes, and its rows are D elements apart: aligned
+  // for every head dim the fast kernels take.
+  if (kernel == Kernel::fast && !rows_16_byte_aligned(view)) view = view.clone(at::MemoryFormat::Contiguous);
+  return view;
 }
 
 template <int Rank>
@@ -189,9 +203,9 @@ ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::
   check_qkv(kForward, q, k, v);
   TORCH_CHECK(c.kernel == Kernel::step05 || where == Where::cuda, kForward,
               ": kernel=\"fast\" runs on CUDA only; on the CPU use kernel=\"step05\"");
-  c.q3 = kernel_view(q);
-  c.k3 = kernel_view(k);
-  c.v3 = kernel_view(v);
+  c.q3 = kernel_view(q, c.kernel);
+  c.k3 = kernel_view(k, c.kernel);
+  c.v3 = kernel_view(v, c.kernel);
   c.out = at::empty(q.sizes(), q.options());
   c.lse = at::empty(lse_shape(q), q.options().dtype(at::kFloat));
   const std::int64_t batch = c.q3.size(0), n_q = c.q3.size(1), head_dim = c.q3.size(2);
@@ -247,11 +261,11 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
 
   BackwardCall c;
   c.kernel = chosen;
-  c.q3 = kernel_view(q);
-  c.k3 = kernel_view(k);
-  c.v3 = kernel_view(v);
-  c.o3 = kernel_view(out);
-  c.do3 = kernel_view(dout);
+  c.q3 = kernel_view(q, c.kernel);
+  c.k3 = kernel_view(k, c.kernel);
+  c.v3 = kernel_view(v, c.kernel);
+  c.o3 = kernel_view(out, c.kernel);
+  c.do3 = kernel_view(dout, c.kernel);
   const std::int64_t batch = c.q3.size(0), n_q = c.q3.size(1), head_dim = c.q3.size(2);
   c.lse2 = lse.reshape({batch, n_q});  // any strides will do for L: a view when (B, H) merge
   c.dq = at::empty(q.sizes(), q.options());

@@ -4,16 +4,20 @@
     out = flash_attention(q, k, v, is_causal=True)      # q, k, v: (B, H, N, D) or (B, N, D)
 
 The operators torch.ops.fa2.forward / torch.ops.fa2.backward live in the shared library
-libfa2_torch_ops.so, which the repository's CMake builds (python/README.md):
+libfa2_torch_ops.so, which the repository's CMake builds (python/README.md). Either install the
+package with the library inside it, against the PyTorch already installed:
 
-    cmake --preset sm90 -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')"
-    cmake --build --preset sm90 --target fa2_torch_ops
+    python3 -m pip install --no-build-isolation ./python
+
+or, working on the repository, build the library with a preset and point PYTHONPATH here:
+
+    cmake --preset sm90 && cmake --build --preset sm90 --target fa2_torch_ops
     export PYTHONPATH=$PWD/python
 
 Importing this package loads the first library found: the path in the environment variable
-FA2_TORCH_OPS, else build/<preset>/python/libfa2_torch_ops.so for the presets sm90, default,
-debug and cpu-only, in that order. When none is found the import raises ImportError saying what
-to build.
+FA2_TORCH_OPS, else the one installed inside the package, else
+build/<preset>/python/libfa2_torch_ops.so for the presets sm90, default, debug and cpu-only, in
+that order. When none is found the import raises ImportError saying what to build.
 """
 
 import os
@@ -25,7 +29,8 @@ __all__ = ["flash_attention", "library_path", "has_cuda_kernels"]
 
 _LIBRARY_NAME = "libfa2_torch_ops.so"
 _PRESETS = ("sm90", "default", "debug", "cpu-only")
-_REPOSITORY = Path(__file__).resolve().parents[2]
+_PACKAGE = Path(__file__).resolve().parent
+_REPOSITORY = _PACKAGE.parents[1]
 
 
 def _find_library():
@@ -38,7 +43,10 @@ def _find_library():
                 f"{_LIBRARY_NAME} or unset it to use the build folders of the presets"
             )
         return path
-    looked = []
+    installed = _PACKAGE / _LIBRARY_NAME  # pip install puts it beside this file
+    if installed.is_file():
+        return installed
+    looked = [str(installed)]
     for preset in _PRESETS:
         path = _REPOSITORY / "build" / preset / "python" / _LIBRARY_NAME
         if path.is_file():
@@ -46,10 +54,11 @@ def _find_library():
         looked.append(str(path))
     raise ImportError(
         f"fa2_attention: the operator library {_LIBRARY_NAME} is not built (FA2_TORCH_OPS is not set, "
-        f"and none of these exists: {', '.join(looked)}). Build it from the repository root, with "
-        f"the preset of your choice (sm90, default, debug or cpu-only):\n"
-        f"    cmake --preset sm90 -DCMAKE_PREFIX_PATH=\"$(python3 -c 'import torch; "
-        f"print(torch.utils.cmake_prefix_path)')\"\n"
+        f"and none of these exists: {', '.join(looked)}). Install the package from the repository "
+        f"root with\n"
+        f"    python3 -m pip install --no-build-isolation ./python\n"
+        f"or build the library with the preset of your choice (sm90, default, debug or cpu-only):\n"
+        f"    cmake --preset sm90\n"
         f"    cmake --build --preset sm90 --target fa2_torch_ops\n"
         f"The configure step prints one line starting with 'fa2_torch_ops' that says whether the "
         f"operators are built and, if not, why (see python/README.md)."
@@ -141,14 +150,14 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
         N_q != N_k (with N_q < N_k the last N_k - N_q keys are seen by no query).
     scale: the softmax scale; None means 1 / sqrt(D).
     kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
-        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128, 16-byte
-        aligned rows; the forward is v6 on an sm_90 GPU at D 64 and 128, v5 otherwise, the
-        backward v5's). An input that the chosen kernel
+        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128; the
+        forward is v6 on an sm_90 GPU at D 64 and 128, v5 otherwise, the backward v5's). An input that the chosen kernel
         cannot run raises RuntimeError saying why; no other kernel is tried in its place.
 
     What is copied: a tensor whose head dim is not contiguous (stride(-1) != 1), and a 4-D tensor
     whose B and H cannot be merged into one batch axis (stride(0) != H * stride(1), e.g.
-    x.transpose(1, 2) of a (B, N, H, D) tensor) is copied into a contiguous one first; every other
+    x.transpose(1, 2) of a (B, N, H, D) tensor) is copied into a contiguous one first, and so,
+    for kernel="fast", is a tensor whose rows do not all start on a 16-byte boundary; every other
     input is read in place. out, lse and the gradients are new contiguous tensors.
 
     Errors (RuntimeError, naming the argument): another dtype (float16, float64, integers), dtypes

@@ -10,7 +10,9 @@ import sys
 from pathlib import Path
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]  # python/, where the package fa2_attention lives
-if str(PYTHON_DIR) not in sys.path:
+# FA2_TEST_INSTALLED=1: test the package pip installed (site-packages), not python/ of this checkout.
+TEST_INSTALLED = os.environ.get("FA2_TEST_INSTALLED") == "1"
+if not TEST_INSTALLED and str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
 
 TORCH_MISSING = "torch is not installed: these tests need PyTorch (see python/README.md)"

@@ -60,3 +60,36 @@ def test_the_expanded_dout_of_a_sum_is_copied_and_gives_the_float64_gradients(de
 
     ones = torch.ones(B, H, NQ, D, device=device)
     assert_gradients_close((q.grad, k.grad, v.grad), reference_gradients(q, k, v, ones, False), "float32")
+
+
+
+# kernel="fast" loads rows in 16-byte chunks: a tensor whose rows do not all start on a 16-byte
+# boundary is copied first (python/README.md). Each layout misaligns every tensor one way.
+def misaligned(layout, b, h, n, d):
+    new = dict(device="cuda", dtype=torch.bfloat16)
+    if layout == "data-pointer-off-by-one-element":
+        t = torch.randn(b, h, n, d + 1, **new)[..., 1:]
+    elif layout == "row-stride-not-a-multiple-of-16-bytes":
+        t = torch.randn(b, h, n, d + 3, **new)[..., :d]
+    else:  # 3-D, (B * H, N, D) with a batch stride of N * D + 1 elements
+        t = torch.randn(b * h * (n * d + 1), **new).as_strided((b * h, n, d), (n * d + 1, d, 1))
+    assert t.data_ptr() % 16 != 0 or t.stride(-2) % 8 != 0 or t.stride(0) % 8 != 0
+    return t.requires_grad_(True)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize(
+    "layout",
+    ["data-pointer-off-by-one-element", "row-stride-not-a-multiple-of-16-bytes", "3d-batch-stride-odd"],
+)
+def test_the_fast_kernel_copies_rows_that_are_not_16_byte_aligned(layout):
+    torch.manual_seed(0)
+    q, k, v = (misaligned(layout, 2, 2, n, 64) for n in (77, 45, 45))
+    dout = torch.randn(q.shape, device="cuda", dtype=torch.bfloat16)
+
+    out = flash_attention(q, k, v, is_causal=True, kernel="fast")
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+
+    out_ref, _ = reference_attention(q.detach(), k.detach(), v.detach(), True)
+    assert_forward_close("out", out.detach(), out_ref, "bfloat16")
+    assert_gradients_close(grads, reference_gradients(q, k, v, dout, True), "bfloat16")

@@ -60,3 +60,17 @@ def test_library_exports_no_cpp_runtime():
         "(link it with -Wl,--exclude-libs,ALL)"
     )
 
+
+
+def test_the_installed_package_loads_the_library_inside_it():
+    """FA2_TEST_INSTALLED=1 (after python3 -m pip install --no-build-isolation ./python): the tests
+    import the package from site-packages, which loads the library pip put beside it."""
+    from fa2_test_support import PYTHON_DIR, TEST_INSTALLED
+
+    if not TEST_INSTALLED:
+        pytest.skip("FA2_TEST_INSTALLED is not 1: these tests use python/ of this checkout, not an installed package")
+    if fa2_attention is None:
+        pytest.skip("fa2_attention did not import")
+    package = Path(fa2_attention.__file__).resolve().parent
+    assert package != PYTHON_DIR / "fa2_attention", f"imported {package}, the checkout's copy"
+    assert Path(fa2_attention.library_path).resolve().parent == package

@@ -11,8 +11,9 @@ TorchStatus torch_status() {
   s.detail = "PyTorch SDPA columns absent: Torch support was switched off (-DFA2_WITH_TORCH=OFF).";
 #else
   s.detail =
-      "PyTorch SDPA columns absent: CMake did not find Torch. Configure with "
-      "-DCMAKE_PREFIX_PATH=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')";
+      "PyTorch SDPA columns absent: CMake did not find Torch (the python3 on PATH cannot import torch). "
+      "Install PyTorch for it, or configure with "
+      "-DCMAKE_PREFIX_PATH=$(python -c 'import torch; print(torch.utils.cmake_prefix_path)')";
 #endif
   return s;
 }
