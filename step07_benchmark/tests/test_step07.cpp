@@ -950,10 +950,9 @@ TEST_SUITE("options") {
 
 TEST_SUITE("napkin") {
   TEST_CASE("the quoted numbers in the code are the committed file's") {
-    // results/quoted/: series, B, H, D, N, causal, ms, tflops, as the source printed them. The file
-    // is found from this test's own source (CMake compiles it by its absolute path).
+    // results/quoted/: series, B, H, D, N, causal, ms, tflops, as the source printed them.
     const std::filesystem::path path =
-        std::filesystem::path(__FILE__).parent_path().parent_path() / "results/quoted/sdpa_h200_2026-11-29.csv";
+        std::filesystem::path(FA2_SOURCE_DIR) / "step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv";
     std::ifstream file(path);
     REQUIRE_MESSAGE(file.good(), "cannot read ", path.string());
     std::map<std::string, const QuotedSeries*> series = {
