@@ -608,8 +608,9 @@ TEST_SUITE("repeat") {
   }
 
   TEST_CASE("a drift of the GPU that moves both sides alike cancels out of the per-round ratio") {
-    // The clocks fall 3% per round; the implementation is 2% faster than the baseline in every
-    // round. Pooled over rounds, the two sets of times overlap (noise); round by round, never.
+    // Made-up times: every timing of a round is slowed by the same drift factor (`slow`), and the
+    // implementation takes a fixed fraction of the baseline's time in each round. Pooled over
+    // rounds, the two sets of times overlap (noise); round by round, never.
     std::vector<double> baseline, impl;
     for (int r = 0; r < 7; ++r) {
       const double slow = std::pow(1.03, r);
