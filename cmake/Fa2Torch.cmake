@@ -5,7 +5,7 @@
 # -DFA2_WITH_TORCH=OFF and -DFA2_WITH_PYTHON_OPS=OFF leave PyTorch out.
 #
 # FA2_TORCH_CMAKE_PREFIX: that folder, or empty (python3 missing, or without torch), asked again
-# at every configure so that installing or removing PyTorch is seen. FA2_TORCH_PYTHON: that python3.
+# at every configure so that installing or removing PyTorch is seen.
 
 find_program(FA2_PYTHON3 python3)
 set(_fa2_torch_python "${FA2_PYTHON3}")
@@ -13,7 +13,6 @@ if(SKBUILD AND Python3_EXECUTABLE)
   set(_fa2_torch_python "${Python3_EXECUTABLE}")  # pip install: the Python that builds the wheel
 endif()
 set(FA2_TORCH_CMAKE_PREFIX "")
-set(FA2_TORCH_PYTHON "")
 if(_fa2_torch_python)
   execute_process(
     COMMAND "${_fa2_torch_python}" -c "import sys, torch; sys.stdout.write(torch.utils.cmake_prefix_path)"
@@ -23,7 +22,6 @@ if(_fa2_torch_python)
     TIMEOUT 120)
   if(_fa2_torch_rc EQUAL 0 AND IS_DIRECTORY "${_fa2_torch_prefix}")
     set(FA2_TORCH_CMAKE_PREFIX "${_fa2_torch_prefix}")
-    set(FA2_TORCH_PYTHON "${_fa2_torch_python}")
   endif()
 endif()
 
