@@ -59,6 +59,9 @@ KernelVariant kernel_row(std::string key, std::string label, std::string adds, s
   v.host_backward = host_backward;
   v.cuda_backward = cuda_backward;
   v.passes = std::move(passes);
+#if FA2_VARIANTS_WITH_CUDA
+  if (v.family == "hopper") v.refuses = &fast::hopper_unsupported_reason;  // v6b: v6's conditions
+#endif
   return v;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <tuple>
 
+#include "common/numeric.hpp"
 #include "step07_benchmark/kernels/fast/flash_attention.hpp"
 #include "step07_benchmark/kernels/fast/launch_plan.hpp"
 #include "step07_benchmark/kernels/fast/variant_rows.hpp"
@@ -39,12 +40,32 @@ std::string backward_refusal(const FlashBwdArgs& a) {
   return {};
 }
 
-BackwardPlan plan_backward(const FlashBwdArgs& args) {
+std::string v6b_refusal_beyond_backward(const FlashBwdArgs& a) {
+  if (a.q_shape[2] != 64 && a.q_shape[2] != 128) return "head_dim: v6b takes 64 or 128";
+  // The grid is (batch, key tiles of 128): CUDA caps y at 65535.
+  if (cdiv<index_t>(a.k_shape[1], 128) > 65535) {
+    return "K.shape: v6b takes N_k up to " + std::to_string(65535 * 128) + " (65535 key tiles of 128)";
+  }
+  if (std::string why = hopper_unavailable(); !why.empty()) return "v6b needs what v6 needs; " + why;
+  return {};
+}
+
+BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which) {
   BackwardPlan plan;
   plan.args = args;
   plan.refused = backward_refusal(args);
   if (!plan.refused.empty()) return plan;
   const long long head_dim = args.q_shape[2];
+  if (which == Backward::v6b) {
+    plan.refused = v6b_refusal_beyond_backward(args);
+    if (!plan.refused.empty()) return plan;
+#ifdef FA2_HOPPER_SM90A
+    plan.kernel = "v6b";
+    plan.launch = hopper_backward_launch(head_dim, args.causal);
+#endif
+    if (plan.launch == nullptr) plan.refused = "v6b: no backward built for head dim " + std::to_string(head_dim);
+    return plan;
+  }
   const int row = picked_row<Family::v5b>("v5", head_dim, args.causal, args.q_shape[0] * args.q_shape[1]);
   if (row >= 0) {
     plan.kernel = kV5bRows[row].key;
@@ -63,8 +84,17 @@ void flash_bwd_fast(const FlashBwdArgs& args, cudaStream_t stream) {
   run(plan_backward(args), stream);
 }
 
+void flash_bwd_hopper(const FlashBwdArgs& args, cudaStream_t stream) {
+  run(plan_backward(args, Backward::v6b), stream);
+}
+
 std::string unsupported_reason(const FlashBwdArgs& args) {
   return backward_refusal(args);
+}
+
+std::string hopper_unsupported_reason(const FlashBwdArgs& args) {
+  if (std::string why = backward_refusal(args); !why.empty()) return why;
+  return v6b_refusal_beyond_backward(args);
 }
 
 }  // namespace fa2::fast

@@ -38,6 +38,9 @@ ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which = Forward::best
 // Launches the plan's kernel on `stream`; std::invalid_argument with plan.refused when it cannot.
 void run(const ForwardPlan& plan, ::CUstream_st* stream = nullptr);
 
+// Which backward a plan runs: v5's (mma.sync, any sm_80 GPU) or v6b (wgmma: sm_90).
+enum class Backward { v5, v6b };
+
 // The same for the backward (dQ, dK, dV from O, L and dO; D_rows and dQ_accum are workspaces).
 struct BackwardPlan {
   FlashBwdArgs args;
@@ -46,7 +49,7 @@ struct BackwardPlan {
   void (*launch)(const BackwardPlan&, ::CUstream_st*) = nullptr;
   bool runs() const { return refused.empty(); }
 };
-BackwardPlan plan_backward(const FlashBwdArgs& args);
+BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which = Backward::v5);
 void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
 
 // One call each: plan, then run (throws std::invalid_argument with the reason when refused).
@@ -54,12 +57,14 @@ void flash_fwd_fast(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr); 
 void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);  // v6, tuned
 void flash_fwd_best(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // "fast"
 void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);    // v5's backward
+void flash_bwd_hopper(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);  // v6b (sm_90)
 
 // Why not, as plan_forward/plan_backward say it (empty: it runs): v5's conditions, which are
 // "fast"'s; v6's; the backward's (the forward's, and dO, dQ, dK, dV, dQ_accum 16-byte aligned).
 std::string unsupported_reason(const FlashFwdArgs& args);
 std::string hopper_unsupported_reason(const FlashFwdArgs& args);
 std::string unsupported_reason(const FlashBwdArgs& args);
+std::string hopper_unsupported_reason(const FlashBwdArgs& args);
 // Empty when this build and the current GPU can run v6 (sm_90a code, an sm_90 device), else why.
 std::string hopper_unavailable();
 // Which forward "fast" runs for these arguments: "v6", or "v5 (<why not v6>)".

@@ -137,5 +137,11 @@ BackwardLaunch part_backward(int row, long long head_dim, bool causal) {
 // The product's (the plans of flash_attention.hpp look only here).
 ForwardLaunch product_forward(Family family, int row, long long head_dim, bool causal);
 BackwardLaunch product_backward(int row, long long head_dim, bool causal);
+// v6b's launch at (head dim, mask), null for other head dims (fa2_hopper_bwd.cu, in builds with
+// sm_90a code only: FA2_HOPPER_SM90A).
+BackwardLaunch hopper_backward_launch(long long head_dim, bool causal);
+// What v6b adds to the backward's checks: head dim 64/128, the grid's limits, then
+// hopper_unavailable().
+std::string v6b_refusal_beyond_backward(const FlashBwdArgs& args);
 
 }  // namespace fa2::fast

@@ -23,12 +23,16 @@ namespace fa2::fast {
 //               keys x D) step by it from one 64-column block of the N dimension to the next
 //   bits 32-45  stride byte offset / 16: from one 8-row group to the next (1024 when packed)
 //   bits 62-63  1 = the 128-byte swizzle
-__device__ __forceinline__ std::uint64_t sw128_descriptor(const void* smem, std::uint32_t leading_bytes,
+__device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                           std::uint32_t stride_bytes) {
-  const std::uint32_t address = smem_address(smem);
   return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
          static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
          static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{1} << 62;
+}
+// The same from a generic pointer into shared memory.
+__device__ __forceinline__ std::uint64_t sw128_descriptor(const void* smem, std::uint32_t leading_bytes,
+                                                          std::uint32_t stride_bytes) {
+  return sw128_descriptor(smem_address(smem), leading_bytes, stride_bytes);
 }
 
 // Generic-proxy writes to shared memory (st.shared, cp.async) before this fence, followed by a
@@ -139,6 +143,29 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const std::uin
         ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
         : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+  }
+}
+
+// d (64 x N) = A B (+ d when accumulate) with both operands in shared memory and MN-major (the
+// transpose flags set): A (64 x 16) stored as 16 rows of its 64 M values, B (16 x N) as 16 rows of
+// its N values. The backward's dQ = dS K_j, with dS kept as dS^T (keys x queries) and K_j as keys
+// x D (hopper/backward.cuh).
+template <int N>
+__device__ __forceinline__ void wgmma_ss_tt(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b, bool accumulate) {
+  static_assert(N == 64 || N == 128, "N of 64 or 128");
+  const int acc = accumulate ? 1 : 0;
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2_WGMMA_REGS32 ", %32, %33, p, 1, 1, 1, 1;\n}\n"
+        : FA2_WGMMA_ACC32(d, 0)
+        : "l"(a), "l"(b), "r"(acc));
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA2_WGMMA_REGS64 ", %64, %65, p, 1, 1, 1, 1;\n}\n"
+        : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)
+        : "l"(a), "l"(b), "r"(acc));
   }
 }
 
