@@ -59,31 +59,30 @@ KernelVariant kernel_row(std::string key, std::string label, std::string adds, s
   v.host_backward = host_backward;
   v.cuda_backward = cuda_backward;
   v.passes = std::move(passes);
-#if FA2_VARIANTS_WITH_CUDA
-  if (v.family == "hopper") v.refuses = &fast::hopper_unsupported_reason;  // v6b: v6's conditions
-#endif
   return v;
 }
 
-// A row of the lab: v5's forward ("fast" family) or v6's ("hopper"), or v5's backward.
-enum class Kind { v5, v5b, v6 };
+// A row of the lab: v5's forward ("fast" family) or v6's ("hopper"), or v5's backward ("fast") or
+// v6b ("hopper").
+enum class Kind { v5, v5b, v6, v6b };
 
 KernelVariant ablation_row(std::string key, std::string label, std::string adds, std::vector<int> head_dims,
                            Kind kind) {
   KernelVariant v{key,
                   std::move(label),
                   std::move(adds),
-                  kind == Kind::v6 ? "hopper" : "fast",
+                  kind == Kind::v6 || kind == Kind::v6b ? "hopper" : "fast",
                   std::move(head_dims),
                   {DType::bfloat16}};
   v.ablation = true;
-  v.passes = kind == Kind::v5b ? "backward" : "forward";
+  const bool backward = kind == Kind::v5b || kind == Kind::v6b;
+  v.passes = backward ? "backward" : "forward";
 #if FA2_VARIANTS_WITH_CUDA
   if (kind == Kind::v5) v.refuses = &fast::unsupported_reason;
-  if (kind == Kind::v6) v.refuses = &fast::hopper_unsupported_reason;
+  if (kind == Kind::v6 || kind == Kind::v6b) v.refuses = &fast::hopper_unsupported_reason;
 #endif
 #if FA2_VARIANTS_WITH_ABLATIONS
-  if (kind == Kind::v5b) {
+  if (backward) {
     v.cuda_backward = fast::lab::backward_launcher(key);
   } else {
     v.cuda = fast::lab::forward_launcher(key);
@@ -92,23 +91,27 @@ KernelVariant ablation_row(std::string key, std::string label, std::string adds,
   return v;
 }
 
-// A row of the product (flash_attention.hpp): its tuned v5, its tuned v6, or "fast".
-enum class Entry { v5, v6, best };
+// A row of the product (flash_attention.hpp): its tuned v5, its tuned v6 (forward) or v6b
+// (backward), or "fast".
+enum class Entry { v5, v6, v6b, best };
 
 KernelVariant product_row(std::string key, std::string label, std::string adds, std::string family,
                           std::vector<int> head_dims, std::string passes, Entry entry) {
   KernelVariant v{std::move(key),    std::move(label),     std::move(adds),
                   std::move(family), std::move(head_dims), {DType::bfloat16}};
 #if FA2_VARIANTS_WITH_CUDA
-  v.cuda = entry == Entry::v5   ? &fast::flash_fwd_fast
-           : entry == Entry::v6 ? &fast::flash_fwd_hopper
-                                : &fast::flash_fwd_best;
-  if (entry == Entry::v6) {
+  v.cuda = entry == Entry::v5    ? &fast::flash_fwd_fast
+           : entry == Entry::v6  ? &fast::flash_fwd_hopper
+           : entry == Entry::v6b ? nullptr
+                                 : &fast::flash_fwd_best;
+  if (entry == Entry::v6 || entry == Entry::v6b) {
     v.refuses = &fast::hopper_unsupported_reason;
   } else {
     v.refuses = &fast::unsupported_reason;
   }
-  if (passes.find("backward") != std::string::npos) v.cuda_backward = &fast::flash_bwd_fast;
+  if (passes.find("backward") != std::string::npos) {
+    v.cuda_backward = entry == Entry::v6b ? &fast::flash_bwd_hopper : &fast::flash_bwd_fast;
+  }
   if (entry == Entry::best) v.chooses = &fast::best_forward;
 #else
   (void)entry;
@@ -129,6 +132,7 @@ const std::vector<KernelVariant>& kernel_variants() {
 #define FA2_V5(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v5),
 #define FA2_V5B(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v5b),
 #define FA2_V6(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v6),
+#define FA2_V6B(key, label, adds, head_dims, ...) ablation_row(key, label, adds, {FA2_UNPAREN head_dims}, Kind::v6b),
 #define FA2_TUNED(key, label, adds, family, head_dims, passes, entry) \
   product_row(key, label, adds, family, {FA2_UNPAREN head_dims}, passes, Entry::entry),
 #include "step07_benchmark/kernels/variants.def"

@@ -62,7 +62,8 @@ TEST_SUITE("variants") {
   TEST_CASE("the ablations have launchers exactly when the lab is built, and say why not otherwise") {
     for (const auto& v : kernel_variants()) {
       INFO(v.key);
-      const bool generated = v.key.starts_with("v5.") || v.key.starts_with("v5b.") || v.key.starts_with("v6.");
+      const bool generated = v.key.starts_with("v5.") || v.key.starts_with("v5b.") || v.key.starts_with("v6.") ||
+                             v.key.starts_with("v6b.");
       const bool has_launcher = v.cuda != nullptr || v.cuda_backward != nullptr;
       CHECK(v.ablation == generated);
       if (!v.ablation) {

@@ -59,17 +59,18 @@ BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which) {
   if (which == Backward::v6b) {
     plan.refused = v6b_refusal_beyond_backward(args);
     if (!plan.refused.empty()) return plan;
-#ifdef FA2_HOPPER_SM90A
-    plan.kernel = "v6b";
-    plan.launch = hopper_backward_launch(head_dim, args.causal);
-#endif
+    const int row = picked_row<Family::v6b>("v6b", head_dim, args.causal, args.q_shape[0] * args.q_shape[1]);
+    if (row >= 0) {
+      plan.kernel = kV6bRows[row].key;
+      plan.launch = product_backward(Family::v6b, row, head_dim, args.causal);
+    }
     if (plan.launch == nullptr) plan.refused = "v6b: no backward built for head dim " + std::to_string(head_dim);
     return plan;
   }
   const int row = picked_row<Family::v5b>("v5", head_dim, args.causal, args.q_shape[0] * args.q_shape[1]);
   if (row >= 0) {
     plan.kernel = kV5bRows[row].key;
-    plan.launch = product_backward(row, head_dim, args.causal);
+    plan.launch = product_backward(Family::v5b, row, head_dim, args.causal);
   }
   if (plan.launch == nullptr) plan.refused = "v5: no backward built for head dim " + std::to_string(head_dim);
   return plan;

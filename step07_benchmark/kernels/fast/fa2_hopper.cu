@@ -73,22 +73,39 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 }  // namespace
 
-CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
-                     int box_rows) {
-  constexpr index_t kBytes = 2;
+namespace {
+
+// A (batch, N, D) tensor of `type` (element_bytes each) with a contiguous head dim: dims (D, N,
+// batch), innermost first, byte strides for rows and batches, boxes of box_cols x box_rows in the
+// 128-byte swizzle.
+CUtensorMap encode_tiles(const void* data, CUtensorMapDataType type, index_t element_bytes, index_t batch, index_t N,
+                         index_t D, index_t row_stride, index_t batch_stride, int box_cols, int box_rows) {
   // With one batch element its stride is never used; give the map a well-formed one.
-  const index_t batch_bytes = batch == 1 ? std::max<index_t>(N * row_stride, 8) * kBytes : batch_stride * kBytes;
+  const index_t batch_bytes =
+      batch == 1 ? std::max<index_t>(N * row_stride, 16) * element_bytes : batch_stride * element_bytes;
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(N), static_cast<cuuint64_t>(batch)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride * kBytes), static_cast<cuuint64_t>(batch_bytes)};
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride * element_bytes),
+                                 static_cast<cuuint64_t>(batch_bytes)};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
   const cuuint32_t steps[3] = {1, 1, 1};
   CUtensorMap map{};
-  const CUresult r =
-      tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(data), dims, strides, box,
-                           steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                           CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = tensor_map_encoder()(&map, type, 3, const_cast<void*>(data), dims, strides, box, steps,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) throw std::runtime_error("v6: cuTensorMapEncodeTiled failed, error " + std::to_string(r));
   return map;
+}
+
+}  // namespace
+
+CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
+                     int box_rows) {
+  return encode_tiles(data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, batch, N, D, row_stride, batch_stride, 64, box_rows);
+}
+
+CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,
+                           index_t batch_stride, int box_rows) {
+  return encode_tiles(data, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, batch, N, D, row_stride, batch_stride, 32, box_rows);
 }
 #endif
 

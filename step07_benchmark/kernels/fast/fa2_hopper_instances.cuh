@@ -1,5 +1,5 @@
-// v6's kernels as the variants table (kernels/variants.def) describes them: each row's options at
-// head dims 64 and 128, and the kernels of one translation unit per head dim, mask and part,
+// v6's kernels and v6b's as the variants table (kernels/variants.def) describes them: each row's
+// options at head dims 64 and 128, and the kernels of one translation unit per head dim, mask and part,
 // which CMakeLists.txt generates for sm_90a alone (build/<preset>/step07_benchmark/instances/):
 //   template fa2::fast::Instances fa2::fast::v6_instances<128, false, fa2::fast::Part::product>();
 // A unit holds the rows its part owns at its head dim and mask (part_of, variant_rows.hpp).
@@ -26,18 +26,37 @@ inline constexpr V6Options kV6Options[] = {
 };
 static_assert(std::size(kV6Options) == std::size(kV6Rows));
 
+struct V6bOptions {
+  HopperBwdOptions at64;
+  HopperBwdOptions at128;
+};
+
+inline constexpr V6bOptions kV6bOptions[] = {
+#define FA2_V6B(key, label, adds, head_dims, ...) {__VA_ARGS__},
+#include "step07_benchmark/kernels/variants.def"
+};
+static_assert(std::size(kV6bOptions) == std::size(kV6bRows));
+
 template <int ROW, int D, bool CAUSAL>
 void launch_v6_row(const ForwardPlan& plan, cudaStream_t stream) {
   constexpr HopperOptions o = D == 64 ? kV6Options[ROW].at64 : kV6Options[ROW].at128;
   launch_hopper<HopperConfig<D, CAUSAL, o>>(plan, stream);
 }
 
-// The unit's table: each row's launch where part P holds it at (D, CAUSAL), null elsewhere.
+template <int ROW, int D, bool CAUSAL>
+void launch_v6b_row(const BackwardPlan& plan, cudaStream_t stream) {
+  constexpr HopperBwdOptions o = D == 64 ? kV6bOptions[ROW].at64 : kV6bOptions[ROW].at128;
+  launch_hopper_bwd<HopperBwdConfig<D, CAUSAL, o>>(plan, stream);
+}
+
+// The unit's tables: each row's launch where part P holds it at (D, CAUSAL), null elsewhere.
 template <int D, bool CAUSAL, Part P>
 Instances v6_instances() {
   static constexpr auto forward = launch_table<Family::v6, P, D, CAUSAL, ForwardLaunch>(
       []<int ROW>(std::integral_constant<int, ROW>) { return &launch_v6_row<ROW, D, CAUSAL>; });
-  return {forward.data(), nullptr};
+  static constexpr auto backward = launch_table<Family::v6b, P, D, CAUSAL, BackwardLaunch>(
+      []<int ROW>(std::integral_constant<int, ROW>) { return &launch_v6b_row<ROW, D, CAUSAL>; });
+  return {forward.data(), backward.data()};
 }
 
 }  // namespace fa2::fast

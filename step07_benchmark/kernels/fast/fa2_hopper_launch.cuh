@@ -1,6 +1,7 @@
-// Host side of v6's kernels (fa2_hopper.cuh): the launch of one configuration on a plan's
-// arguments, with the TMA views of Q, K, V and O for the warp-specialised kernels. Included by
-// the generated translation units (fa2_hopper_instances.cuh), compiled for sm_90a alone.
+// Host side of v6's kernels (fa2_hopper.cuh) and v6b's (hopper/backward.cuh): the launch of one
+// configuration on a plan's arguments, with the TMA views of Q, K, V and O for the
+// warp-specialised kernels and of dQ_accum for v6b's reduce-adds. Included by the generated
+// translation units (fa2_hopper_instances.cuh), compiled for sm_90a alone.
 #pragma once
 
 #include <cuda.h>
@@ -14,6 +15,7 @@
 #include "common/numeric.hpp"
 #include "step07_benchmark/kernels/fast/fa2_fast_launch.cuh"
 #include "step07_benchmark/kernels/fast/fa2_hopper.cuh"
+#include "step07_benchmark/kernels/fast/hopper/backward.cuh"
 #include "step07_benchmark/kernels/fast/launch_plan.hpp"
 
 namespace fa2::fast {
@@ -23,6 +25,10 @@ namespace fa2::fast {
 // row) by box_rows rows, rows past N read as zeros (fa2_hopper.cu).
 CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
                      int box_rows);
+// The same for a float32 (batch, N, D) tensor (dQ_accum): boxes of 32 columns (128 bytes) by
+// box_rows rows in the 128-byte swizzle; rows outside the tensor are neither read nor written.
+CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,
+                           index_t batch_stride, int box_rows);
 
 // One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps.
 template <class Cfg>
@@ -56,6 +62,32 @@ void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
     const dim3 grid = Cfg::CAUSAL ? dim3(heads, tiles) : dim3(tiles, heads);
     kernel<<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
   }
+  FA2_CUDA_CHECK_LAUNCH();
+}
+
+// One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel.
+template <class Cfg>
+void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+  const FlashBwdArgs& a = plan.args;
+  const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
+  const FastBwdParams p = make_fast_bwd_params(a);
+  const auto batch = static_cast<unsigned>(a.q_shape[0]);
+  const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(a.q_shape[1] * Cfg::CHUNKS, 256));
+  fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
+
+  static std::atomic<std::uint64_t> opted_in{0};
+  opt_in_shared_memory(hopper_bwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
+  CUtensorMap dq_map{};
+  if constexpr (Cfg::DQ_TMA) {
+    dq_map = accum_tile_map(a.dq_accum, a.q_shape[0], a.q_shape[1], a.q_shape[2], a.dq_accum_strides[1],
+                            a.dq_accum_strides[0], 64);
+  }
+  hopper_bwd_kernel<Cfg>
+      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p, dq_map);
+  FA2_CUDA_CHECK_LAUNCH();
+
+  fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,4 +1,4 @@
-// The lab's launchers (fa2_lab.hpp): one per row of v5, v5b and v6, each a plan of the row (its
+// The lab's launchers (fa2_lab.hpp): one per row of v5, v5b, v6 and v6b, each a plan of the row (its
 // family's checks, then its head dims) run on the row's kernel at the arguments' head dim and
 // mask, which the product holds when one of its picks names it and the lab's generated
 // translation units hold otherwise (FA2_HOPPER_SM90A: the build has v6's).
@@ -22,16 +22,17 @@ namespace {
 // The row's kernel: the product's when it holds it, otherwise the lab's.
 template <Family F>
 auto find_instance(int row, long long head_dim, bool causal) {
+  constexpr bool kBackward = F == Family::v5b || F == Family::v6b;
   auto launch = [&] {
-    if constexpr (F == Family::v5b) {
-      return product_backward(row, head_dim, causal);
+    if constexpr (kBackward) {
+      return product_backward(F, row, head_dim, causal);
     } else {
       return product_forward(F, row, head_dim, causal);
     }
   }();
   if (launch != nullptr) return launch;
-  if constexpr (F == Family::v5b) {
-    return part_backward<Part::lab>(row, head_dim, causal);
+  if constexpr (kBackward) {
+    return part_backward<Part::lab>(F, row, head_dim, causal);
   } else {
     return part_forward<Part::lab>(F, row, head_dim, causal);
   }
@@ -49,6 +50,9 @@ Plan row_plan(const Args& args, int row) {
     plan.refused = v6_refusal(args);
   } else {
     plan.refused = backward_refusal(args);
+    if constexpr (F == Family::v6b) {
+      if (plan.refused.empty()) plan.refused = v6b_refusal_beyond_backward(args);
+    }
   }
   if (plan.refused.empty()) plan.refused = head_dim_refusal(r.key, r.head_dims, args.q_shape[2]);
   if (!plan.refused.empty()) return plan;
@@ -62,23 +66,24 @@ void forward_row(const FlashFwdArgs& args, ::CUstream_st* stream) {
   run(row_plan<F, ForwardPlan>(args, ROW), stream);
 }
 
-template <int ROW>
+template <Family F, int ROW>
 void backward_row(const FlashBwdArgs& args, ::CUstream_st* stream) {
-  run(row_plan<Family::v5b, BackwardPlan>(args, ROW), stream);
+  run(row_plan<F, BackwardPlan>(args, ROW), stream);
 }
 
 template <Family F, int... R>
 constexpr std::array<CudaLaunchFn, sizeof...(R)> forward_rows(std::integer_sequence<int, R...>) {
   return {&forward_row<F, R>...};
 }
-template <int... R>
+template <Family F, int... R>
 constexpr std::array<CudaBwdLaunchFn, sizeof...(R)> backward_rows(std::integer_sequence<int, R...>) {
-  return {&backward_row<R>...};
+  return {&backward_row<F, R>...};
 }
 
 constexpr auto kV5Launchers = forward_rows<Family::v5>(std::make_integer_sequence<int, row_count<Family::v5>()>{});
 constexpr auto kV6Launchers = forward_rows<Family::v6>(std::make_integer_sequence<int, row_count<Family::v6>()>{});
-constexpr auto kV5bLaunchers = backward_rows(std::make_integer_sequence<int, row_count<Family::v5b>()>{});
+constexpr auto kV5bLaunchers = backward_rows<Family::v5b>(std::make_integer_sequence<int, row_count<Family::v5b>()>{});
+constexpr auto kV6bLaunchers = backward_rows<Family::v6b>(std::make_integer_sequence<int, row_count<Family::v6b>()>{});
 
 }  // namespace
 
@@ -90,6 +95,7 @@ CudaLaunchFn forward_launcher(std::string_view key) {
 
 CudaBwdLaunchFn backward_launcher(std::string_view key) {
   if (const int row = row_index<Family::v5b>(key); row >= 0) return kV5bLaunchers[static_cast<std::size_t>(row)];
+  if (const int row = row_index<Family::v6b>(key); row >= 0) return kV6bLaunchers[static_cast<std::size_t>(row)];
   return nullptr;
 }
 

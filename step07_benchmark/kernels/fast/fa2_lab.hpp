@@ -1,5 +1,5 @@
 // The lab (library fa2::flash_attention_lab, built with FA2_BUILD_ABLATIONS for step07_bench and
-// its tests): a launcher for every row of v5, v5b and v6 in the variants table
+// its tests): a launcher for every row of v5, v5b, v6 and v6b in the variants table
 // (kernels/variants.def), the ablations that explain the product's tuned choices. Each checks its
 // arguments once into a plan, as the product's entries do, and runs the row's kernel.
 //   fa2::fast::lab::forward_launcher("v5.4")(args, stream);
@@ -14,7 +14,7 @@ namespace fa2::fast::lab {
 
 // The launcher of the v5 or v6 row with this key (flash_fwd_cuda's signature); null when none has it.
 CudaLaunchFn forward_launcher(std::string_view key);
-// The launcher of the v5b row with this key (flash_bwd_cuda's signature); null when none has it.
+// The launcher of the v5b or v6b row with this key (flash_bwd_cuda's signature); null when none has it.
 CudaBwdLaunchFn backward_launcher(std::string_view key);
 
 }  // namespace fa2::fast::lab

@@ -65,8 +65,8 @@ ForwardLaunch product_forward(Family family, int row, long long head_dim, bool c
   return part_forward<Part::product>(family, row, head_dim, causal);
 }
 
-BackwardLaunch product_backward(int row, long long head_dim, bool causal) {
-  return part_backward<Part::product>(row, head_dim, causal);
+BackwardLaunch product_backward(Family family, int row, long long head_dim, bool causal) {
+  return part_backward<Part::product>(family, row, head_dim, causal);
 }
 
 }  // namespace fa2::fast

@@ -58,7 +58,7 @@ using BackwardLaunch = void (*)(const BackwardPlan&, ::CUstream_st*);
 // instantiated for one (D, CAUSAL, P) in each translation unit that CMakeLists.txt generates.
 struct Instances {
   const ForwardLaunch* forward = nullptr;    // row_count<Family::v5>() or row_count<Family::v6>() entries
-  const BackwardLaunch* backward = nullptr;  // row_count<Family::v5b>() entries; null for v6
+  const BackwardLaunch* backward = nullptr;  // row_count<Family::v5b>() or row_count<Family::v6b>() entries
 };
 template <int D, bool CAUSAL, Part P>
 Instances v5_instances();
@@ -104,7 +104,7 @@ constexpr auto launch_table(Make make) {
 }
 
 // Part P's kernel of a row at (head dim, mask), or null when the part does not hold it (family v5
-// or v6 for the forward; the backward's rows are Family::v5b's). The product's library
+// or v6 for the forward, v5b or v6b for the backward). The product's library
 // instantiates it for Part::product, the lab's for Part::lab; each defines FA2_HOPPER_SM90A when
 // the build has v6's units.
 template <Part P>
@@ -126,20 +126,27 @@ ForwardLaunch part_forward(Family family, int row, long long head_dim, bool caus
   return nullptr;
 }
 template <Part P>
-BackwardLaunch part_backward(int row, long long head_dim, bool causal) {
-  if (row < 0 || row >= row_count<Family::v5b>()) return nullptr;
-  return at_head_dim<kV5HeadDims>(head_dim, [&](auto d) {
-    return at_mask(causal,
-                   [&](auto c) { return v5_instances<decltype(d)::value, decltype(c)::value, P>().backward[row]; });
-  });
+BackwardLaunch part_backward(Family family, int row, long long head_dim, bool causal) {
+  if (family == Family::v5b && row >= 0 && row < row_count<Family::v5b>()) {
+    return at_head_dim<kV5HeadDims>(head_dim, [&](auto d) {
+      return at_mask(causal,
+                     [&](auto c) { return v5_instances<decltype(d)::value, decltype(c)::value, P>().backward[row]; });
+    });
+  }
+#ifdef FA2_HOPPER_SM90A
+  if (family == Family::v6b && row >= 0 && row < row_count<Family::v6b>()) {
+    return at_head_dim<kV6HeadDims>(head_dim, [&](auto d) {
+      return at_mask(causal,
+                     [&](auto c) { return v6_instances<decltype(d)::value, decltype(c)::value, P>().backward[row]; });
+    });
+  }
+#endif
+  return nullptr;
 }
 
 // The product's (the plans of flash_attention.hpp look only here).
 ForwardLaunch product_forward(Family family, int row, long long head_dim, bool causal);
-BackwardLaunch product_backward(int row, long long head_dim, bool causal);
-// v6b's launch at (head dim, mask), null for other head dims (fa2_hopper_bwd.cu, in builds with
-// sm_90a code only: FA2_HOPPER_SM90A).
-BackwardLaunch hopper_backward_launch(long long head_dim, bool causal);
+BackwardLaunch product_backward(Family family, int row, long long head_dim, bool causal);
 // What v6b adds to the backward's checks: head dim 64/128, the grid's limits, then
 // hopper_unavailable().
 std::string v6b_refusal_beyond_backward(const FlashBwdArgs& args);

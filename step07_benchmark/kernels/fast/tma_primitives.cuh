@@ -87,12 +87,23 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void*
                "r"(smem_address(src)), "r"(c0), "r"(c1), "r"(c2)
                : "memory");
 }
+// The same with an addition: the box at `src` (shared address) is added element by element to
+// the tensor at (c0, c1, c2), atomically in L2 (float32 adds for a float32 map); rows outside the
+// tensor are left out. Tracked like the store.
+__device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, std::uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
-// The stores committed so far have read their shared memory (which may then be overwritten).
+// The stores committed so far, all but the latest N groups, have read their shared memory (which
+// may then be overwritten).
+template <int N = 0>
 __device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 // The stores committed so far are complete.
 __device__ __forceinline__ void bulk_wait() {

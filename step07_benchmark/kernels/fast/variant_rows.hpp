@@ -1,5 +1,5 @@
 // The rows of the variants table (kernels/variants.def) whose kernels are generated from options
-// (v5's forward, its backward, v6), as constexpr tables of keys and head dims, and the tuned
+// (v5's forward, its backward, v6, v6b), as constexpr tables of keys and head dims, and the tuned
 // entries' picks. CUDA-free: the product's plans, the lab's launchers and the generated
 // translation units of the kernels (fa2_fast_instances.cuh, fa2_hopper_instances.cuh) read them.
 #pragma once
@@ -12,8 +12,8 @@
 namespace fa2::fast {
 
 // What a row's options build: v5's forward (FastConfig), v5's backward (FastBwdConfig), v6
-// (HopperConfig).
-enum class Family { v5, v5b, v6 };
+// (HopperConfig), v6b (HopperBwdConfig).
+enum class Family { v5, v5b, v6, v6b };
 
 // The head dims a row is built for, in the table's order.
 struct HeadDimSet {
@@ -49,6 +49,10 @@ inline constexpr GeneratedRow kV6Rows[] = {
 #define FA2_V6(key, label, adds, head_dims, ...) {key, {FA2_UNPAREN head_dims}},
 #include "step07_benchmark/kernels/variants.def"
 };
+inline constexpr GeneratedRow kV6bRows[] = {
+#define FA2_V6B(key, label, adds, head_dims, ...) {key, {FA2_UNPAREN head_dims}},
+#include "step07_benchmark/kernels/variants.def"
+};
 
 // The head dims each family's kernels are compiled for: one translation unit per head dim and
 // mask (and part, product or lab). CMakeLists.txt generates the same list.
@@ -61,8 +65,10 @@ constexpr const auto& rows() {
     return kV5Rows;
   } else if constexpr (F == Family::v5b) {
     return kV5bRows;
-  } else {
+  } else if constexpr (F == Family::v6) {
     return kV6Rows;
+  } else {
+    return kV6bRows;
   }
 }
 
@@ -132,15 +138,16 @@ constexpr bool picks_complete() {
 }
 constexpr bool picks_name_rows() {
   for (const Pick& p : kPicks) {
-    if (row_index<Family::v5>(p.row) < 0 && row_index<Family::v5b>(p.row) < 0 && row_index<Family::v6>(p.row) < 0)
+    if (row_index<Family::v5>(p.row) < 0 && row_index<Family::v5b>(p.row) < 0 && row_index<Family::v6>(p.row) < 0 &&
+        row_index<Family::v6b>(p.row) < 0)
       return false;
   }
   return true;
 }
 }  // namespace detail
-static_assert(detail::picks_name_rows(), "variants.def: an FA2_PICK names no FA2_V5, FA2_V5B or FA2_V6 row");
+static_assert(detail::picks_name_rows(), "variants.def: an FA2_PICK names no FA2_V5, FA2_V5B, FA2_V6 or FA2_V6B row");
 static_assert(detail::picks_complete<Family::v5>() && detail::picks_complete<Family::v5b>() &&
-                  detail::picks_complete<Family::v6>(),
+                  detail::picks_complete<Family::v6>() && detail::picks_complete<Family::v6b>(),
               "variants.def: the picks of a tuned entry at a head dim and mask must end with one from 0 query rows");
 
 }  // namespace fa2::fast

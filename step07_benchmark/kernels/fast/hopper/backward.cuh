@@ -4,23 +4,25 @@
 //
 // A block owns BLOCK_N = 128 keys; each of its two warpgroups owns 64 of them and computes
 // everything whose rows are keys, as v5's warps do, so that P^T and dS^T come out of one product
-// already in the register layout the next one takes as its A operand:
-//   S^T  = K_w Q_i^T    (64 keys x 64 queries)   wgmma, both operands in shared memory
-//   dP^T = V_w dO_i^T   (64 keys x 64 queries)   wgmma, both operands in shared memory
+// already in the register layout the next one takes as its A operand (shapes for BLOCK_M queries
+// per step):
+//   S^T  = K_w Q_i^T    (64 keys x BLOCK_M)      wgmma, both operands in shared memory
+//   dP^T = V_w dO_i^T   (64 keys x BLOCK_M)      wgmma, both operands in shared memory
 //   P^T  = 2^(S^T scale log2 e - L_i log2 e), 0 where masked; dS^T = P^T (dP^T - D_i)
 //   dV_w += P^T dO_i    (64 keys x D)            wgmma, A = P^T from registers
 //   dK_w += dS^T Q_i    (64 keys x D)            wgmma, A = dS^T from registers
-//   dQ_i += dS_w K_w    (64 queries x D)         wgmma, both operands in shared memory: dS^T goes
+//   dQ_i += dS K_j      (BLOCK_M queries x D)    wgmma, both operands in shared memory: dS^T goes
 //                                                there (bf16), and both are read transposed
-// The last product has queries as rows: the warpgroups split it (by keys at head dim 64, by
-// columns at 128, HopperBwdConfig says why) and add their parts to the float32 dQ_accum with
-// vector atomics, so every key tile (and at head dim 64 both warpgroups) adds to one query tile,
-// in an order the run decides.
+// The last product has queries as rows: the warpgroups split it (HopperBwdConfig says how) and
+// add their parts to the float32 dQ_accum, so every key tile adds to one query tile, in an order
+// the run decides: with vector atomics from registers, or (dq_tma) through shared memory with
+// one TMA reduce-add per 32 columns, FlashAttention-3's way.
 //
 // Loads: K_j and V_j once, Q_i, dO_i, L_i and D_i double-buffered with cp.async into wgmma's
 // 128-byte swizzle; the block meets once per query tile, when the next one has landed.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap
 #include <cuda_bf16.h>
 
 #include <cmath>
@@ -35,7 +37,13 @@
 
 namespace fa2::fast {
 
-template <int D_, bool CAUSAL_>
+// What v6b's rows vary (kernels/variants.def).
+struct HopperBwdOptions {
+  int block_m = 64;     // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
+  bool dq_tma = false;  // dQ's share leaves through shared memory by TMA reduce-add, not atomics
+};
+
+template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
 struct HopperBwdConfig {
   static constexpr int D = D_;
   static constexpr bool CAUSAL = CAUSAL_;
@@ -43,35 +51,54 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
-  static constexpr int BLOCK_M = 64;                    // queries per step: the N of S^T and dP^T
-  static constexpr int CHUNKS = D / kChunkElems;        // what the loader reads
-  // dQ's share, 64 queries x D per step, split between the warpgroups. At head dim 64 each takes
-  // its own 64 keys (K-dim) and all of D: it waits only for its own dS^T rows, and both add a
-  // whole share. At 128, where a whole share would cost 32 more registers than a thread has,
-  // each takes all 128 keys and its 64-column block of D: the block meets once more per step.
-  static constexpr bool DQ_BY_COLUMNS = D == 128;
-  static constexpr int DQ_KEYS = DQ_BY_COLUMNS ? BLOCK_N : WG_KEYS;
-  static constexpr int DQ_COLS = DQ_BY_COLUMNS ? 64 : D;
-  static constexpr int TILE_ALIGN = 1024;               // a swizzle atom
-  // K_j, V_j; Q_i and dO_i in two stages; dS^T (BLOCK_N keys x BLOCK_M queries: one 128-byte
-  // column block); then L_i and D_i in two stages. Every tile a whole number of atoms.
+  static constexpr int BLOCK_M = OPT.block_m;
+  static constexpr bool DQ_TMA = OPT.dq_tma;
+  static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
+  // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:
+  //   by queries (128-query steps): each its 64 queries, all keys, all of D;
+  //   by columns (head dim 128): each all queries and keys, its 64-column block of D; a whole
+  //     share per warpgroup would cost 32 more registers than a thread has;
+  //   by keys (otherwise): each its own 64 keys, all queries and D: a warpgroup then waits only
+  //     for its own dS^T rows, but both add a whole share.
+  // Every part is 64 queries x 64 columns.
+  enum class DqSplit { by_queries, by_columns, by_keys };
+  static constexpr DqSplit DQ_SPLIT = BLOCK_M == 128 ? DqSplit::by_queries
+                                      : D == 128     ? DqSplit::by_columns
+                                                     : DqSplit::by_keys;
+  static constexpr int DQ_KEYS = DQ_SPLIT == DqSplit::by_keys ? WG_KEYS : BLOCK_N;
+  static constexpr int DQ_COLS = 64;
+  static constexpr bool DQ_NEEDS_BLOCK = DQ_SPLIT != DqSplit::by_keys;  // reads the other warpgroup's dS^T
+  static constexpr int TILE_ALIGN = 1024;  // a swizzle atom
+  // K_j, V_j; Q_i and dO_i in two stages; dS^T (BLOCK_N keys x BLOCK_M queries, BLOCK_M / 64
+  // column blocks); with dq_tma, two stages of each warpgroup's float32 part of dQ (64 x 64, two
+  // boxes of 32 columns); then L_i and D_i in two stages. Every tile a whole number of atoms.
   static constexpr std::size_t kv_elems = static_cast<std::size_t>(BLOCK_N) * D;
   static constexpr std::size_t q_elems = static_cast<std::size_t>(BLOCK_M) * D;
   static constexpr std::size_t ds_elems = static_cast<std::size_t>(BLOCK_N) * BLOCK_M;
-  static constexpr std::size_t tiles_bytes = (2 * kv_elems + 4 * q_elems + ds_elems) * sizeof(__nv_bfloat16);
+  static constexpr std::size_t dq_part_bytes = 64 * DQ_COLS * sizeof(float);
+  static constexpr std::size_t tiles_bytes = (2 * kv_elems + 4 * q_elems + ds_elems) * sizeof(__nv_bfloat16) +
+                                             (DQ_TMA ? 2 * WARPGROUPS * dq_part_bytes : 0);
   static constexpr std::size_t smem_bytes = tiles_bytes + 4 * BLOCK_M * sizeof(float) + TILE_ALIGN;
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
-  static_assert(BLOCK_M == 64, "dS^T is one 64-column block of the swizzle");
+  static_assert(BLOCK_M == 64 || (BLOCK_M == 128 && D == 64), "64-query steps, or 128 at head dim 64");
+  static_assert(D == 64 || DQ_SPLIT == DqSplit::by_columns, "every part of dQ's share is 64 columns wide");
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
+};
+
+// The named barriers of v6b (0 is __syncthreads').
+enum class BwdBarrier : int {
+  block_ds = 1,  // the block's dS^T is in shared memory (dQ by queries or columns)
+  wg_ds0 = 2,    // warpgroup wg's dS^T rows are (dQ by keys): wg_ds0 + wg
+  wg_dq0 = 4,    // warpgroup wg's part of dQ is in shared memory (dq_tma): wg_dq0 + wg
 };
 
 // A warpgroup's key-row tiles, each warp its 16 rows in the accumulator layout of wgmma_primitives.cuh.
 template <class Cfg>
 using KeysByQueries = float[Cfg::BLOCK_M / 8][4];  // S^T, P^T, dP^T, dS^T
 template <class Cfg>
-using KeysByDims = float[Cfg::D / 8][4];  // dK_w, dV_w; and dQ's share, queries x D
+using KeysByDims = float[Cfg::D / 8][4];  // dK_w, dV_w
 template <class Cfg>
-using QueryShare = float[Cfg::DQ_COLS / 8][4];  // a warpgroup's part of dQ_i's share
+using QueryShare = float[Cfg::DQ_COLS / 8][4];  // a warpgroup's part of dQ_i's share, 64 queries
 template <class Cfg>
 using KeyRowFrags = std::uint32_t[Cfg::BLOCK_M / 16][4];  // P^T or dS^T as bf16 A fragments
 
@@ -224,17 +251,27 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
     }
 }
 
-// The warpgroup's part of dS K_j (64 queries x DQ_COLS, over DQ_KEYS keys): A is dS^T's rows
-// read transposed (16 keys = 16 rows of 128 bytes per slice), B is K_j's rows read MN-major like
-// V in the forward. Committed, not waited for.
+// Where warpgroup wg's part of dQ_i's share lies: its first query inside the step's tile, its
+// first key inside the block's (the K-dim of its product), its first column of D.
+template <class Cfg>
+struct QueryPart {
+  int query0, key0, col0;
+  __device__ __forceinline__ explicit QueryPart(int wg)
+      : query0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_queries ? 64 * wg : 0),
+        key0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? Cfg::WG_KEYS * wg : 0),
+        col0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_columns ? Cfg::DQ_COLS * wg : 0) {}
+};
+
+// The warpgroup's part of dS K_j (64 queries x 64 columns over DQ_KEYS keys): A is dS^T read
+// transposed (16 keys = 16 rows of 128 bytes per slice; the part's queries are column block
+// query0 / 64 of the tile), B is K_j's rows read MN-major like V in the forward (column block
+// col0 / 64). Committed, not waited for.
 template <class Cfg>
 __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint32_t sdS, std::uint32_t sK,
-                                                  int wg) {
+                                                  const QueryPart<Cfg>& part) {
   constexpr int BN = Cfg::BLOCK_N;
-  const int first_key = Cfg::DQ_BY_COLUMNS ? 0 : wg * Cfg::WG_KEYS;
-  const std::uint32_t sKc = sK + (Cfg::DQ_BY_COLUMNS ? wg * BN * 128 : 0);  // the warpgroup's column block
-  std::uint64_t a = sw128_descriptor(sdS + first_key * 128, BN * 128, 1024);
-  std::uint64_t b = sw128_descriptor(sKc + first_key * 128, BN * 128, 1024);
+  std::uint64_t a = sw128_descriptor(sdS + (part.query0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
+  std::uint64_t b = sw128_descriptor(sK + (part.col0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < Cfg::DQ_KEYS / 16; ++kk) {
@@ -247,19 +284,37 @@ __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint
   wgmma_commit();
 }
 
-// dQ_accum[q0 ..] += dq, the rows past N_QUERIES left out.
+// dQ_accum[q0 ..] += dq with vector atomics, the rows past N_QUERIES left out.
 template <class Cfg>
 __device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t bh, int q0, const QueryShare<Cfg>& dq,
-                                                const BwdThread& th) {
-  const int col0 = Cfg::DQ_BY_COLUMNS ? th.wg * Cfg::DQ_COLS : 0;
+                                                const QueryPart<Cfg>& part, const BwdThread& th) {
   float* const base = p.dQ_accum + bh * p.stride_accb;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int query = q0 + th.row + 8 * h;
+    const int query = q0 + part.query0 + th.row + 8 * h;
     if (query >= p.N_QUERIES) continue;
-    float* const row = base + static_cast<index_t>(query) * p.stride_accq + col0 + th.col;
+    float* const row = base + static_cast<index_t>(query) * p.stride_accq + part.col0 + th.col;
 #pragma unroll
     for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) atomic_add_f32x2(row + t * 8, dq[t][2 * h], dq[t][2 * h + 1]);
+  }
+}
+
+// dq (float32) into the warpgroup's staging tile for the TMA reduce-add: two boxes of 64 rows by
+// 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
+// A warp's 8-byte stores of one column group cover every chunk of its eight rows twice: two
+// wavefronts, the least 256 bytes take.
+template <class Cfg>
+__device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
+#pragma unroll
+  for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
+    const int box = t / 4, chunk = 2 * (t % 4) + th.col / 4, byte = (th.col % 4) * 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = th.row + 8 * h;
+      const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1])
+                   : "memory");
+    }
   }
 }
 
@@ -295,19 +350,23 @@ __device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
 }
 
 // One block per (batch element, key tile), the key tile the slow index: causal, the heaviest
-// blocks of every head start first (as v5's backward).
+// blocks of every head start first (as v5's backward). dq_map: dQ_accum's TMA view (float32,
+// boxes of 32 columns by 64 rows, 128-byte swizzle), read only with dq_tma.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) hopper_bwd_kernel(const FastBwdParams p) {
+__global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
+    hopper_bwd_kernel(const FastBwdParams p, const __grid_constant__ CUtensorMap dq_map) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
   extern __shared__ unsigned char smem_raw[];
   // The tiles, as shared-memory byte addresses from the first 1024-byte swizzle atom (the
-  // hardware swizzles by address bits): K_j, V_j, two stages of Q_i, two of dO_i, dS^T, then two
-  // stages of L_i and of D_i. 32-bit addresses: generic pointers would hold twice the registers
-  // through the loop, and at head dim 128 dK and dV leave none to spare.
+  // hardware swizzles by address bits): K_j, V_j, two stages of Q_i, two of dO_i, dS^T, (dq_tma)
+  // two stages of the warpgroups' parts of dQ, then two stages of L_i and of D_i. 32-bit
+  // addresses: generic pointers would hold twice the registers through the loop, and at head
+  // dim 128 dK and dV leave none to spare.
   constexpr std::uint32_t kKvBytes = Cfg::kv_elems * 2, kQBytes = Cfg::q_elems * 2, kRowBytes = BM * 4;
+  constexpr std::uint32_t kDqBytes = Cfg::DQ_TMA ? Cfg::dq_part_bytes : 0;
   constexpr std::uint32_t kOffK = 0, kOffV = kKvBytes, kOffQ = 2 * kKvBytes, kOffdO = kOffQ + 2 * kQBytes,
-                          kOffdS = kOffdO + 2 * kQBytes, kOffL = kOffdS + Cfg::ds_elems * 2,
-                          kOffD = kOffL + 2 * kRowBytes;
+                          kOffdS = kOffdO + 2 * kQBytes, kOffdQ = kOffdS + Cfg::ds_elems * 2,
+                          kOffL = kOffdQ + 2 * Cfg::WARPGROUPS * kDqBytes, kOffD = kOffL + 2 * kRowBytes;
   static_assert(kOffD + 2 * kRowBytes + Cfg::TILE_ALIGN == Cfg::smem_bytes, "HopperBwdConfig::smem_bytes");
   const std::uint32_t base = (smem_address(smem_raw) + Cfg::TILE_ALIGN - 1) & ~(Cfg::TILE_ALIGN - 1);
 
@@ -315,6 +374,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) hopper_bwd_kernel(const F
   const index_t bh = blockIdx.x;
   const int tid = static_cast<int>(threadIdx.x), lane = tid % 32;
   const int wg = tid / 128;
+  const bool leader = tid % 128 == 0;  // the warpgroup's thread that issues its TMA reduce-adds
   const BwdThread th{wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};
 
   // Causal (top-left): this tile's first key k0 is first seen by query k0.
@@ -382,21 +442,45 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1) hopper_bwd_kernel(const F
     fence_fragments(dsf);
     fence_accumulators(dv);
     fence_accumulators(dk);
+    // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
+    // leader's bulk groups complete in order; the barrier below passes that on).
+    if constexpr (Cfg::DQ_TMA) {
+      if (leader) bulk_wait_read<1>();
+    }
     // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's
-    // own, or (by columns) the whole block's.
+    // own, or the whole block's.
     fence_proxy_async();
-    if constexpr (Cfg::DQ_BY_COLUMNS) {
-      named_barrier_sync(1, Cfg::NUM_THREADS);
+    if constexpr (Cfg::DQ_NEEDS_BLOCK) {
+      named_barrier_sync(static_cast<int>(BwdBarrier::block_ds), Cfg::NUM_THREADS);
     } else {
-      named_barrier_sync(1 + wg, 128);
+      named_barrier_sync(static_cast<int>(BwdBarrier::wg_ds0) + wg, 128);
     }
     QueryShare<Cfg> dq;
-    issue_query_share<Cfg>(dq, adS, aK, wg);  // dq = dS_w K_w
+    const QueryPart<Cfg> part(wg);
+    issue_query_share<Cfg>(dq, adS, aK, part);  // dq = dS K_j, the warpgroup's part
     wgmma_wait<0>();
     fence_accumulators(dq);
-    add_query_share<Cfg>(p, bh, q0, dq, th);
+    if constexpr (Cfg::DQ_TMA) {
+      const std::uint32_t staged = tiles + kOffdQ + (2 * wg + stage) * kDqBytes;
+      stage_query_share<Cfg>(staged, dq, th);
+      fence_proxy_async();
+      named_barrier_sync(static_cast<int>(BwdBarrier::wg_dq0) + wg, 128);
+      if (leader) {
+#pragma unroll
+        for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
+          tma_reduce_add_3d(&dq_map, staged + box * 64 * 128, part.col0 + 32 * box, q0 + part.query0,
+                            static_cast<int>(bh));
+        }
+        bulk_commit();
+      }
+    } else {
+      add_query_share<Cfg>(p, bh, q0, dq, part, th);
+    }
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
+  if constexpr (Cfg::DQ_TMA) {
+    if (leader) bulk_wait();  // the reduce-adds are complete before the block ends
+  }
   write_key_rows<Cfg>(p, bh, dk, dv, th);
 }
 
