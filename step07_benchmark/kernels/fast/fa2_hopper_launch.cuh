@@ -65,26 +65,40 @@ void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
   FA2_CUDA_CHECK_LAUNCH();
 }
 
-// One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel.
+// One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel
+// (warp-specialised with the producer), with the TMA views its options read.
 template <class Cfg>
 void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   const FlashBwdArgs& a = plan.args;
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
   const FastBwdParams p = make_fast_bwd_params(a);
-  const auto batch = static_cast<unsigned>(a.q_shape[0]);
-  const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(a.q_shape[1] * Cfg::CHUNKS, 256));
+  const index_t B = a.q_shape[0], N_q = a.q_shape[1], N_k = a.k_shape[1], D = a.q_shape[2];
+  const auto batch = static_cast<unsigned>(B);
+  const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(N_q * Cfg::CHUNKS, 256));
   fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
+  const auto kernel = [] {
+    if constexpr (Cfg::PRODUCER) {
+      return hopper_bwd_ws_kernel<Cfg>;
+    } else {
+      return hopper_bwd_kernel<Cfg>;
+    }
+  }();
+  constexpr std::size_t smem = BwdLayout<Cfg>::smem_bytes;
   static std::atomic<std::uint64_t> opted_in{0};
-  opt_in_shared_memory(hopper_bwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
-  CUtensorMap dq_map{};
-  if constexpr (Cfg::DQ_TMA) {
-    dq_map = accum_tile_map(a.dq_accum, a.q_shape[0], a.q_shape[1], a.q_shape[2], a.dq_accum_strides[1],
-                            a.dq_accum_strides[0], 64);
+  opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
+  HopperBwdMaps maps{};
+  if constexpr (Cfg::PRODUCER) {
+    maps.q = tile_map(a.q, B, N_q, D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M);
+    maps.dO = tile_map(a.do_, B, N_q, D, a.do_strides[1], a.do_strides[0], Cfg::BLOCK_M);
+    maps.k = tile_map(a.k, B, N_k, D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N);
+    maps.v = tile_map(a.v, B, N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N);
   }
-  hopper_bwd_kernel<Cfg>
-      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p, dq_map);
+  if constexpr (Cfg::DQ_TMA) {
+    maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], 64);
+  }
+  kernel<<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::BLOCK_THREADS, smem, stream>>>(p, maps);
   FA2_CUDA_CHECK_LAUNCH();
 
   fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);

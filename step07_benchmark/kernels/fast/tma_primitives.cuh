@@ -66,15 +66,19 @@ __device__ __forceinline__ void named_barrier_arrive(int id, int threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// The box of `map` at coordinates (c0, c1, c2) (innermost first) into shared memory at `dst`, its
-// bytes counted on `bar`.
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
-                                            std::uint64_t* bar) {
+// The box of `map` at coordinates (c0, c1, c2) (innermost first) into shared memory at `dst` (a
+// shared address, or a generic pointer), its bytes counted on `bar`.
+__device__ __forceinline__ void tma_load_3d_at(std::uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                               std::uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
-      "[%5];\n" ::"r"(smem_address(dst)),
+      "[%5];\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar))
       : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            std::uint64_t* bar) {
+  tma_load_3d_at(smem_address(dst), map, c0, c1, c2, bar);
 }
 
 // The reverse: the box at `src` in shared memory to `map` at (c0, c1, c2); rows outside the
