@@ -46,7 +46,8 @@ struct BackwardWork {
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family,
                                     std::function<std::string(const Problem&)> unsupported,
                                     std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward,
-                                    std::function<std::string(const FlashFwdArgs&)> chooses) {
+                                    std::function<std::string(const FlashFwdArgs&)> chooses,
+                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward) {
   if (fn == nullptr && backward == nullptr)
     throw std::invalid_argument("flash_implementation(" + key + "): no launcher");
   Implementation impl;
@@ -64,7 +65,8 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
     return static_cast<std::size_t>(p.heads() * p.N) * sizeof(float) +
            static_cast<std::size_t>(p.qkv_elements()) * sizeof(float);
   };
-  impl.prepare = [fn, refuses, backward, chooses](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
+  impl.prepare = [fn, refuses, backward, chooses, chooses_backward](const Problem& p, const AttentionBuffers& b,
+                                                                    cudaStream_t stream) {
     const FlashFwdArgs args = flash_args_for(p, b);
     validate(args);  // a bad argument is reported once here, not thrown from the timing loop
     if (refuses) {
@@ -77,6 +79,7 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
       auto work = std::make_shared<BackwardWork>(p, b);
       validate(work->args);
       run.run = [backward, work, stream] { backward(work->args, stream); };
+      if (chooses_backward) run.backend = chooses_backward(work->args);  // e.g. "v6b"
     } else {
       run.run = [fn, args, stream] { fn(args, stream); };
       if (chooses) run.backend = chooses(args);  // e.g. "v5 (v6: head_dim: v6 takes 64 or 128)"
@@ -97,10 +100,12 @@ std::vector<Implementation> kernel_implementations() {
                  : "head dim " + std::to_string(p.D) + " (" + variant.key + " is built for other head dims)";
     };
     std::function<std::string(const FlashFwdArgs&)> refuses, chooses;
+    std::function<std::string(const FlashBwdArgs&)> chooses_backward;
     if (v.refuses != nullptr) refuses = v.refuses;
     if (v.chooses != nullptr) chooses = v.chooses;
-    out.push_back(
-        flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward, chooses));
+    if (v.chooses_backward != nullptr) chooses_backward = v.chooses_backward;
+    out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward,
+                                       chooses, chooses_backward));
   }
   return out;
 }

@@ -87,13 +87,15 @@ struct Implementation {
 //   backward    : the kernel's backward launcher, with flash_bwd_cuda's signature, for the
 //                 backward problems (null: it has none, and says so).
 //   chooses     : for a launcher that picks among kernels, which one these arguments get and
-//                 why; it becomes the measurement's backend (the log and the CSV show it).
+//                 why; it becomes the measurement's backend (the log and the CSV show it);
+//   chooses_backward : the same for its backward.
 // validate() is also called once in prepare, so bad arguments never reach the timing loop.
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "fast",
                                     std::function<std::string(const Problem&)> unsupported = {},
                                     std::function<std::string(const FlashFwdArgs&)> refuses = {},
                                     CudaBwdLaunchFn backward = nullptr,
-                                    std::function<std::string(const FlashFwdArgs&)> chooses = {});
+                                    std::function<std::string(const FlashFwdArgs&)> chooses = {},
+                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward = {});
 
 // Every row of the variants table that has a GPU launcher, in the table's order.
 std::vector<Implementation> kernel_implementations();

@@ -110,9 +110,14 @@ KernelVariant product_row(std::string key, std::string label, std::string adds, 
     v.refuses = &fast::unsupported_reason;
   }
   if (passes.find("backward") != std::string::npos) {
-    v.cuda_backward = entry == Entry::v6b ? &fast::flash_bwd_hopper : &fast::flash_bwd_fast;
+    v.cuda_backward = entry == Entry::v6b ? &fast::flash_bwd_hopper
+                      : entry == Entry::v5 ? &fast::flash_bwd_v5
+                                           : &fast::flash_bwd_fast;
   }
-  if (entry == Entry::best) v.chooses = &fast::best_forward;
+  if (entry == Entry::best) {
+    v.chooses = &fast::best_forward;
+    v.chooses_backward = &fast::best_backward;
+  }
 #else
   (void)entry;
 #endif

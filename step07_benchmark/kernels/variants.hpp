@@ -41,6 +41,7 @@ struct KernelVariant {
   // For a row that picks one of several kernels at run time ("fast"): which one these arguments
   // get and why (the benchmark prints it); null for the others.
   std::string (*chooses)(const FlashFwdArgs&) = nullptr;
+  std::string (*chooses_backward)(const FlashBwdArgs&) = nullptr;  // the same for its backward
   // An ablation (v5.x, v5b.x, v6.x): its launchers are the lab's, null in a build without it.
   bool ablation = false;
 

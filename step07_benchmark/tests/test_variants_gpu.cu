@@ -166,6 +166,29 @@ TEST_SUITE("gpu+variants") {
     CHECK(fa2::fast::best_forward(args(x32)) == "v5 (head_dim: v6 takes 64 or 128)");
   }
 
+  TEST_CASE("GPU: the fast backward runs v6b where it can and v5's elsewhere, and says which and why") {
+    FA2_SKIP_WITHOUT_GPU();
+    fa2::Tensor<fa2::bf16, 3> x32({1, 8, 32}), x64({1, 8, 64});
+    fa2::Tensor<float, 2> rows({1, 8});
+    fa2::Tensor<float, 3> acc32({1, 8, 32}), acc64({1, 8, 64});
+    const auto args = [&](fa2::Tensor<fa2::bf16, 3>& x, fa2::Tensor<float, 3>& acc) {
+      return fa2::make_flash_bwd_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.cview(), rows.cview(), x.cview(),
+                                                 rows.view(), x.view(), acc.view(), x.view(), x.view(), true);
+    };
+    const std::string why_not_v6 = fa2::fast::hopper_unavailable();
+    const auto plan = fa2::fast::plan_backward(args(x64, acc64));
+    REQUIRE(plan.runs());
+    if (why_not_v6.empty()) {
+      CHECK(fa2::fast::best_backward(args(x64, acc64)) == "v6b");
+      CHECK(plan.kernel.starts_with("v6b."));
+    } else {
+      CHECK(fa2::fast::best_backward(args(x64, acc64)) == "v5 (v6b needs what v6 needs; " + why_not_v6 + ")");
+      CHECK(plan.kernel.starts_with("v5b."));
+    }
+    CHECK(fa2::fast::best_backward(args(x32, acc32)) == "v5 (head_dim: v6b takes 64 or 128)");
+    CHECK(fa2::fast::plan_backward(args(x64, acc64), fa2::fast::Backward::v5).kernel.starts_with("v5b."));
+  }
+
   TEST_CASE("GPU: every fast backward gives the float64 reference's gradients on the article's shapes") {
     FA2_SKIP_WITHOUT_GPU();
     REQUIRE_FALSE(fast_backwards().empty());

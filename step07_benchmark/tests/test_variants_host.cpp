@@ -105,6 +105,12 @@ TEST_SUITE("variants") {
     CHECK(picked_row<Family::v5>("v5", 128, true, 0) == row_index<Family::v5>("v5.14"));
     CHECK(picked_row<Family::v5b>("v5", 32, true, 0) == row_index<Family::v5b>("v5b.11"));
     CHECK(picked_row<Family::v5b>("v5", 128, false, 0) == row_index<Family::v5b>("v5b.7"));
+    // v6b: the 128-query steps at head dim 64, the producer warpgroup at 128.
+    CHECK(picked_row<Family::v6b>("v6b", 64, false, 0) == row_index<Family::v6b>("v6b.3"));
+    CHECK(picked_row<Family::v6b>("v6b", 64, true, 1 << 20) == row_index<Family::v6b>("v6b.3"));
+    CHECK(picked_row<Family::v6b>("v6b", 128, false, 0) == row_index<Family::v6b>("v6b.4"));
+    CHECK(picked_row<Family::v6b>("v6b", 128, true, 1 << 20) == row_index<Family::v6b>("v6b.4"));
+    CHECK(picked_row<Family::v6b>("v6b", 32, false, 0) == -1);
     // The product compiles what the picks name; the lab the rest of each row's head dims.
     CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 32, false) == fa2::fast::Part::product);
     CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 64, true) == fa2::fast::Part::lab);

@@ -1,6 +1,7 @@
-// The product's backward (fa2_fast_bwd.cuh): its argument checks, its plan (the tuned choice is
-// the picks of kernels/variants.def) and its launch. The kernels and their three launches are in
-// the generated translation units (fa2_fast_instances.cuh, fa2_fast_launch.cuh).
+// The product's backwards, v5's (fa2_fast_bwd.cuh) and v6b (hopper/backward.cuh): their argument
+// checks, their plans (the tuned choices are the picks of kernels/variants.def; "fast" takes v6b
+// where it runs) and their launch. The kernels and their three launches are in the generated
+// translation units (fa2_fast_instances.cuh, fa2_hopper_instances.cuh).
 //   ctest -L gpu+variants   (every backward of the variants table against the float64 reference)
 #include <cuda_runtime_api.h>
 
@@ -56,18 +57,25 @@ BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which) {
   plan.refused = backward_refusal(args);
   if (!plan.refused.empty()) return plan;
   const long long head_dim = args.q_shape[2];
-  if (which == Backward::v6b) {
-    plan.refused = v6b_refusal_beyond_backward(args);
-    if (!plan.refused.empty()) return plan;
-    const int row = picked_row<Family::v6b>("v6b", head_dim, args.causal, args.q_shape[0] * args.q_shape[1]);
-    if (row >= 0) {
-      plan.kernel = kV6bRows[row].key;
-      plan.launch = product_backward(Family::v6b, row, head_dim, args.causal);
+  const long long query_rows = args.q_shape[0] * args.q_shape[1];
+  if (which != Backward::v5) {
+    std::string why_not = v6b_refusal_beyond_backward(args);
+    if (why_not.empty()) {
+      const int row = picked_row<Family::v6b>("v6b", head_dim, args.causal, query_rows);
+      if (row >= 0) {
+        plan.kernel = kV6bRows[row].key;
+        plan.launch = product_backward(Family::v6b, row, head_dim, args.causal);
+      }
+      if (plan.launch == nullptr) why_not = "v6b: no backward built for head dim " + std::to_string(head_dim);
     }
-    if (plan.launch == nullptr) plan.refused = "v6b: no backward built for head dim " + std::to_string(head_dim);
-    return plan;
+    if (why_not.empty()) return plan;
+    if (which == Backward::v6b) {
+      plan.refused = std::move(why_not);
+      return plan;
+    }
+    plan.v6b_refused = std::move(why_not);
   }
-  const int row = picked_row<Family::v5b>("v5", head_dim, args.causal, args.q_shape[0] * args.q_shape[1]);
+  const int row = picked_row<Family::v5b>("v5", head_dim, args.causal, query_rows);
   if (row >= 0) {
     plan.kernel = kV5bRows[row].key;
     plan.launch = product_backward(Family::v5b, row, head_dim, args.causal);
@@ -81,8 +89,18 @@ void run(const BackwardPlan& plan, cudaStream_t stream) {
   plan.launch(plan, stream);
 }
 
+void flash_bwd_v5(const FlashBwdArgs& args, cudaStream_t stream) {
+  run(plan_backward(args, Backward::v5), stream);
+}
+
 void flash_bwd_fast(const FlashBwdArgs& args, cudaStream_t stream) {
-  run(plan_backward(args), stream);
+  run(plan_backward(args, Backward::best), stream);
+}
+
+std::string best_backward(const FlashBwdArgs& args) {
+  const BackwardPlan plan = plan_backward(args, Backward::best);
+  if (!plan.runs()) return "none (" + plan.refused + ")";
+  return plan.v6b_refused.empty() ? std::string("v6b") : "v5 (" + plan.v6b_refused + ")";
 }
 
 void flash_bwd_hopper(const FlashBwdArgs& args, cudaStream_t stream) {

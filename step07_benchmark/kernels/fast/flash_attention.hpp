@@ -1,8 +1,9 @@
 // The fast FlashAttention-2 kernels as users call them (the product library fa2::flash_attention,
 // what the PyTorch operators and step07_bench link): v5's tuned forward (mma.sync, any sm_80 GPU),
 // v6's tuned forward (wgmma, TMA, warp specialisation: sm_90), "fast" (v6 where it runs, v5
-// elsewhere) and v5's tuned backward. bf16, head dims 32, 64, 128 (v6: 64, 128). No CUDA header
-// needed: CUstream_st* is what cudaStream_t is.
+// elsewhere), v5's tuned backward, v6b's (wgmma: sm_90) and the "fast" backward (v6b where it
+// runs, v5's elsewhere). bf16, head dims 32, 64, 128 (v6, v6b: 64, 128). No CUDA header needed:
+// CUstream_st* is what cudaStream_t is.
 //
 //   fa2::fast::flash_fwd_best(args, stream);              // checks, then runs; throws why it cannot
 //   const auto plan = fa2::fast::plan_forward(args);      // or: check once, look, then run
@@ -38,29 +39,33 @@ ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which = Forward::best
 // Launches the plan's kernel on `stream`; std::invalid_argument with plan.refused when it cannot.
 void run(const ForwardPlan& plan, ::CUstream_st* stream = nullptr);
 
-// Which backward a plan runs: v5's (mma.sync, any sm_80 GPU) or v6b (wgmma: sm_90).
-enum class Backward { v5, v6b };
+// Which backward a plan runs: v5's (mma.sync, any sm_80 GPU), v6b (wgmma: sm_90), or v6b where
+// it can run the arguments and v5's elsewhere.
+enum class Backward { v5, v6b, best };
 
 // The same for the backward (dQ, dK, dV from O, L and dO; D_rows and dQ_accum are workspaces).
 struct BackwardPlan {
   FlashBwdArgs args;
   std::string refused;
   std::string_view kernel;
+  std::string v6b_refused;  // Backward::best: why v6b does not run them (empty when it does)
   void (*launch)(const BackwardPlan&, ::CUstream_st*) = nullptr;
   bool runs() const { return refused.empty(); }
 };
-BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which = Backward::v5);
+BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which = Backward::best);
 void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
 
 // One call each: plan, then run (throws std::invalid_argument with the reason when refused).
 void flash_fwd_fast(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // v5, tuned
 void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);  // v6, tuned
 void flash_fwd_best(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // "fast"
-void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);    // v5's backward
-void flash_bwd_hopper(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);  // v6b (sm_90)
+void flash_bwd_v5(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);      // v5's, tuned
+void flash_bwd_hopper(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);  // v6b, tuned
+void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);    // "fast"
 
 // Why not, as plan_forward/plan_backward say it (empty: it runs): v5's conditions, which are
-// "fast"'s; v6's; the backward's (the forward's, and dO, dQ, dK, dV, dQ_accum 16-byte aligned).
+// "fast"'s; v6's; the backward's (the forward's, and dO, dQ, dK, dV, dQ_accum 16-byte aligned),
+// which are the "fast" backward's; v6b's (those and v6's).
 std::string unsupported_reason(const FlashFwdArgs& args);
 std::string hopper_unsupported_reason(const FlashFwdArgs& args);
 std::string unsupported_reason(const FlashBwdArgs& args);
@@ -69,5 +74,7 @@ std::string hopper_unsupported_reason(const FlashBwdArgs& args);
 std::string hopper_unavailable();
 // Which forward "fast" runs for these arguments: "v6", or "v5 (<why not v6>)".
 std::string best_forward(const FlashFwdArgs& args);
+// Which backward "fast" runs: "v6b", or "v5 (<why not v6b>)".
+std::string best_backward(const FlashBwdArgs& args);
 
 }  // namespace fa2::fast

@@ -160,13 +160,15 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
       asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::L + s * L::row_bytes + 4 * i), "f"(l) : "memory");
       asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::D + s * L::row_bytes + 4 * i), "f"(d) : "memory");
     }
-    __syncwarp();  // the lanes' stores come before lane 0's arrival, which releases them
+    // Every lane's arrival releases its own stores; lane 0's also counts the copy engine's bytes.
     if (lane == 0) {
       mbarrier_arrive_expect_bytes(&full[s], 2 * L::q_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
         tma_load_3d_at(tiles + L::q + s * L::q_bytes + cb * BM * 128, &maps.q, cb * 64, q0, bh, &full[s]);
         tma_load_3d_at(tiles + L::dO + s * L::q_bytes + cb * BM * 128, &maps.dO, cb * 64, q0, bh, &full[s]);
       }
+    } else {
+      mbarrier_arrive(&full[s]);
     }
   }
 }
@@ -187,12 +189,13 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   const BwdBlock<Cfg> blk(p);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
-    // `full` completes on the producer's one arrival and the copy engine's bytes; `empty` on an
-    // arrival from each computing warp.
+    // `full` completes on an arrival from each lane of the producer's warp (each releasing the L
+    // and D it stored) and the copy engine's bytes; `empty` on an arrival from each computing
+    // thread (each releasing its own reads).
     mbarrier_init(kv_full, 1);
     for (int s = 0; s < 2; ++s) {
-      mbarrier_init(&full[s], 1);
-      mbarrier_init(&empty[s], Cfg::NUM_THREADS / 32);
+      mbarrier_init(&full[s], 32);
+      mbarrier_init(&empty[s], Cfg::NUM_THREADS);
     }
     fence_mbarrier_init();
   }
@@ -213,10 +216,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     const PipelineState<2> ring{m - blk.m_begin};
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, m * Cfg::BLOCK_M, blk.bh, dk, dv, th, [&] {
-      __syncwarp();
-      if (lane == 0) mbarrier_arrive(&empty[s]);  // this warp is done with the stage
-    });
+    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, m * Cfg::BLOCK_M, blk.bh, dk, dv, th,
+                       [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
   }
   finish_query_shares<Cfg>();
   write_key_rows<Cfg>(p, blk.bh, dk, dv, th);
