@@ -110,7 +110,7 @@ KernelVariant product_row(std::string key, std::string label, std::string adds, 
     v.refuses = &fast::unsupported_reason;
   }
   if (passes.find("backward") != std::string::npos) {
-    v.cuda_backward = entry == Entry::v6b ? &fast::flash_bwd_hopper
+    v.cuda_backward = entry == Entry::v6b  ? &fast::flash_bwd_hopper
                       : entry == Entry::v5 ? &fast::flash_bwd_v5
                                            : &fast::flash_bwd_fast;
   }

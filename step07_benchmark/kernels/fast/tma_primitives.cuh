@@ -95,10 +95,11 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, const void*
 // the tensor at (c0, c1, c2), atomically in L2 (float32 adds for a float32 map); rows outside the
 // tensor are left out. Tracked like the store.
 __device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, std::uint32_t src, int c0, int c1, int c2) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
-                   reinterpret_cast<std::uint64_t>(map)),
-               "r"(src), "r"(c0), "r"(c1), "r"(c2)
-               : "memory");
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");

@@ -134,9 +134,8 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
 // handed that stage back. Query rows past N_QUERIES arrive as zeros either way.
 template <class Cfg>
 __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const HopperBwdMaps& maps,
-                                                  const BwdBlock<Cfg>& blk, std::uint32_t tiles,
-                                                  std::uint64_t* kv_full, std::uint64_t* full, std::uint64_t* empty,
-                                                  int lane) {
+                                                  const BwdBlock<Cfg>& blk, std::uint32_t tiles, std::uint64_t* kv_full,
+                                                  std::uint64_t* full, std::uint64_t* empty, int lane) {
   using L = BwdLayout<Cfg>;
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
   const int bh = static_cast<int>(blk.bh);

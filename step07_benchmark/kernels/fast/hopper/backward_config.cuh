@@ -104,10 +104,10 @@ using KeyRowFrags = std::uint32_t[Cfg::BLOCK_M / 16][4];  // P^T or dS^T as bf16
 
 // Where a thread of a warpgroup stands.
 struct BwdThread {
-  int wg;       // its warpgroup: keys 64 wg .. 64 wg + 63 of the block
-  int row;      // its first row inside the warpgroup's 64 (16 (warp % 4) + lane / 4); the other is row + 8
-  int col;      // its first column inside an 8-column accumulator tile: 2 (lane % 4)
-  int key0;     // the warpgroup's first key in the sequence
+  int wg;    // its warpgroup: keys 64 wg .. 64 wg + 63 of the block
+  int row;   // its first row inside the warpgroup's 64 (16 (warp % 4) + lane / 4); the other is row + 8
+  int col;   // its first column inside an 8-column accumulator tile: 2 (lane % 4)
+  int key0;  // the warpgroup's first key in the sequence
 };
 
 }  // namespace fa2::fast

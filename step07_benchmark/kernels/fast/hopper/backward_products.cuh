@@ -78,8 +78,7 @@ __device__ __forceinline__ void issue_keys_times_rows(KeysByQueries<Cfg>& acc, s
 // acc (keys x D) += X^T Y_i: X^T (P^T or dS^T) packed in registers, Y_i (dO_i or Q_i, queries x D)
 // read MN-major, as V in the forward's O += P V (issue_pv). Committed, not waited for.
 template <class Cfg>
-__device__ __forceinline__ void issue_keys_by_dims(KeysByDims<Cfg>& acc, const KeyRowFrags<Cfg>& x,
-                                                   std::uint32_t sY) {
+__device__ __forceinline__ void issue_keys_by_dims(KeysByDims<Cfg>& acc, const KeyRowFrags<Cfg>& x, std::uint32_t sY) {
   constexpr int BM = Cfg::BLOCK_M;
   fence_accumulators(acc);
   wgmma_fence();

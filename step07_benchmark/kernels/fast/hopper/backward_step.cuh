@@ -114,8 +114,7 @@ __device__ __forceinline__ void stage_query_share(std::uint32_t tile, const Quer
     for (int h = 0; h < 2; ++h) {
       const int row = th.row + 8 * h;
       const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1])
-                   : "memory");
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1]) : "memory");
     }
   }
 }
@@ -157,9 +156,8 @@ __device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
 // kernel hands it back to its producer there). `tiles` is the layout's shared address.
 template <class Cfg, class AfterReads>
 __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
-                                              int stage, int q0, index_t bh, KeysByDims<Cfg>& dk,
-                                              KeysByDims<Cfg>& dv, const BwdThread& th,
-                                              const AfterReads& after_reads) {
+                                              int stage, int q0, index_t bh, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
+                                              const BwdThread& th, const AfterReads& after_reads) {
   using L = BwdLayout<Cfg>;
   const int wg = th.wg;
   const std::uint32_t aK = tiles + L::k, aV = tiles + L::v;
