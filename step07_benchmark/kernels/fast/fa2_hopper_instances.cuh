@@ -15,23 +15,21 @@
 
 namespace fa2::fast {
 
-struct V6Options {
-  HopperOptions at64;
-  HopperOptions at128;
+// A row's options at head dims 64 and 128 (the last two columns of its FA2_V6 or FA2_V6B row).
+template <class Options>
+struct AtHeadDims {
+  Options at64;
+  Options at128;
+  constexpr const Options& at(int head_dim) const { return head_dim == 64 ? at64 : at128; }
 };
 
-inline constexpr V6Options kV6Options[] = {
+inline constexpr AtHeadDims<HopperOptions> kV6Options[] = {
 #define FA2_V6(key, label, adds, head_dims, ...) {__VA_ARGS__},
 #include "step07_benchmark/kernels/variants.def"
 };
 static_assert(std::size(kV6Options) == std::size(kV6Rows));
 
-struct V6bOptions {
-  HopperBwdOptions at64;
-  HopperBwdOptions at128;
-};
-
-inline constexpr V6bOptions kV6bOptions[] = {
+inline constexpr AtHeadDims<HopperBwdOptions> kV6bOptions[] = {
 #define FA2_V6B(key, label, adds, head_dims, ...) {__VA_ARGS__},
 #include "step07_benchmark/kernels/variants.def"
 };
@@ -39,14 +37,12 @@ static_assert(std::size(kV6bOptions) == std::size(kV6bRows));
 
 template <int ROW, int D, bool CAUSAL>
 void launch_v6_row(const ForwardPlan& plan, cudaStream_t stream) {
-  constexpr HopperOptions o = D == 64 ? kV6Options[ROW].at64 : kV6Options[ROW].at128;
-  launch_hopper<HopperConfig<D, CAUSAL, o>>(plan, stream);
+  launch_hopper<HopperConfig<D, CAUSAL, kV6Options[ROW].at(D)>>(plan, stream);
 }
 
 template <int ROW, int D, bool CAUSAL>
 void launch_v6b_row(const BackwardPlan& plan, cudaStream_t stream) {
-  constexpr HopperBwdOptions o = D == 64 ? kV6bOptions[ROW].at64 : kV6bOptions[ROW].at128;
-  launch_hopper_bwd<HopperBwdConfig<D, CAUSAL, o>>(plan, stream);
+  launch_hopper_bwd<HopperBwdConfig<D, CAUSAL, kV6bOptions[ROW].at(D)>>(plan, stream);
 }
 
 // The unit's tables: each row's launch where part P holds it at (D, CAUSAL), null elsewhere.

@@ -119,7 +119,7 @@ __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint
       a = advance(a, 16 * 128);  // 16 key rows further
       b = advance(b, 16 * 128);
     }
-    wgmma_ss_tt<Cfg::DQ_COLS>(dq, a, b, kk > 0);
+    wgmma_ss<Cfg::DQ_COLS, true>(dq, a, b, kk > 0);  // both read transposed
   }
   wgmma_commit();
 }
