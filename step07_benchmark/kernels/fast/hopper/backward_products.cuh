@@ -1,7 +1,8 @@
 // v6b's products (hopper/backward.cuh), each issued by a warpgroup as wgmma and committed, not
 // waited for: S^T and dP^T from shared memory, dV and dK with A from registers, the warpgroup's
-// part of dQ's share from shared memory read transposed. Every descriptor is made from a 32-bit
-// shared address and moved on by `advance`; the helpers that move data by such addresses too.
+// part of dQ's share from shared memory read transposed, and that part's way out to dQ_accum
+// (atomics, or staged for a TMA reduce-add). Every descriptor is made from a 32-bit shared
+// address and moved on by `advance`; the helpers that move data by such addresses too.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -9,6 +10,7 @@
 #include <cstdint>
 
 #include "common/numeric.hpp"
+#include "step07_benchmark/kernels/fast/fa2_fast_bwd.cuh"  // FastBwdParams
 #include "step07_benchmark/kernels/fast/hopper/backward_config.cuh"
 #include "step07_benchmark/kernels/fast/layouts.hpp"
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"
@@ -122,6 +124,39 @@ __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint
     wgmma_ss<Cfg::DQ_COLS, true>(dq, a, b, kk > 0);  // both read transposed
   }
   wgmma_commit();
+}
+
+// dQ_accum[q0 ..] += dq with vector atomics, the rows past N_QUERIES left out.
+template <class Cfg>
+__device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t bh, int q0, const QueryShare<Cfg>& dq,
+                                                const QueryPart<Cfg>& part, const BwdThread& th) {
+  float* const base = p.dQ_accum + bh * p.stride_accb;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int query = q0 + part.query0 + th.row + 8 * h;
+    if (query >= p.N_QUERIES) continue;
+    float* const row = base + static_cast<index_t>(query) * p.stride_accq + part.col0 + th.col;
+#pragma unroll
+    for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) atomic_add_f32x2(row + t * 8, dq[t][2 * h], dq[t][2 * h + 1]);
+  }
+}
+
+// dq (float32) into the warpgroup's staging tile for the TMA reduce-add: two boxes of 64 rows by
+// 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
+// A warp's 8-byte stores of one column group cover every chunk of its eight rows twice: two
+// wavefronts, the least 256 bytes take.
+template <class Cfg>
+__device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
+#pragma unroll
+  for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
+    const int box = t / 4, chunk = 2 * (t % 4) + th.col / 4, byte = (th.col % 4) * 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = th.row + 8 * h;
+      const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
+      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1]) : "memory");
+    }
+  }
 }
 
 }  // namespace fa2::fast

@@ -1,7 +1,6 @@
 // One step of v6b's computing warpgroups (hopper/backward.cuh), between its products
-// (backward_products.cuh): P^T and dS^T from S^T and dP^T, dS^T into shared memory, the
-// warpgroup's part of dQ_i's share out to dQ_accum (atomics or TMA reduce-add), and at the end of
-// the block dK_j and dV_j out to memory.
+// (backward_products.cuh): P^T and dS^T from S^T and dP^T, dS^T into shared memory, the products
+// in order with their waits and barriers, and at the end of the block dK_j and dV_j out to memory.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -84,39 +83,6 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
       const int t = 2 * kk + p_source_tile(r), row = row0 + 8 * (p_source_element(r) >> 1);
       st_shared_u32(sdS + 2 * (sw128_offset<Cfg::BLOCK_N>(row, t) + th.col), dsf[kk][r]);
     }
-}
-
-// dQ_accum[q0 ..] += dq with vector atomics, the rows past N_QUERIES left out.
-template <class Cfg>
-__device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t bh, int q0, const QueryShare<Cfg>& dq,
-                                                const QueryPart<Cfg>& part, const BwdThread& th) {
-  float* const base = p.dQ_accum + bh * p.stride_accb;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int query = q0 + part.query0 + th.row + 8 * h;
-    if (query >= p.N_QUERIES) continue;
-    float* const row = base + static_cast<index_t>(query) * p.stride_accq + part.col0 + th.col;
-#pragma unroll
-    for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) atomic_add_f32x2(row + t * 8, dq[t][2 * h], dq[t][2 * h + 1]);
-  }
-}
-
-// dq (float32) into the warpgroup's staging tile for the TMA reduce-add: two boxes of 64 rows by
-// 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
-// A warp's 8-byte stores of one column group cover every chunk of its eight rows twice: two
-// wavefronts, the least 256 bytes take.
-template <class Cfg>
-__device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
-#pragma unroll
-  for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
-    const int box = t / 4, chunk = 2 * (t % 4) + th.col / 4, byte = (th.col % 4) * 4;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = th.row + 8 * h;
-      const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1]) : "memory");
-    }
-  }
 }
 
 // dK_w (times the scale) and dV_w, rows past N_KEYS left out.
