@@ -1,7 +1,7 @@
 // The quoted numbers (see quoted_reference.hpp), a copy of the committed file in
 // step07_benchmark/results/quoted/ (its README gives their source). step07_tests compares the two
-// and recomputes each TFLOP/s value from its time with attention_flops(), so that our FLOP count
-// is checked to be the one the quoted harness used.
+// and recomputes each quoted rate from its time with attention_flops(): our FLOP count must be
+// the one the quoted harness used.
 #include "step07_benchmark/harness/quoted_reference.hpp"
 
 namespace fa2::bench {

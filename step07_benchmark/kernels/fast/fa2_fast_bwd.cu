@@ -111,9 +111,4 @@ std::string unsupported_reason(const FlashBwdArgs& args) {
   return backward_refusal(args);
 }
 
-std::string hopper_unsupported_reason(const FlashBwdArgs& args) {
-  if (std::string why = backward_refusal(args); !why.empty()) return why;
-  return v6b_refusal_beyond_backward(args);
-}
-
 }  // namespace fa2::fast

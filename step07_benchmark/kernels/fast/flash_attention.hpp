@@ -65,11 +65,10 @@ void flash_bwd_fast(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr); 
 
 // Why not, as plan_forward/plan_backward say it (empty: it runs): v5's conditions, which are
 // "fast"'s; v6's; the backward's (the forward's, and dO, dQ, dK, dV, dQ_accum 16-byte aligned),
-// which are the "fast" backward's; v6b's (those and v6's).
+// which are the "fast" backward's (best_backward says whether v6b runs them).
 std::string unsupported_reason(const FlashFwdArgs& args);
 std::string hopper_unsupported_reason(const FlashFwdArgs& args);
 std::string unsupported_reason(const FlashBwdArgs& args);
-std::string hopper_unsupported_reason(const FlashBwdArgs& args);
 // Empty when this build and the current GPU can run v6 (sm_90a code, an sm_90 device), else why.
 std::string hopper_unavailable();
 // Which forward "fast" runs for these arguments: "v6", or "v5 (<why not v6>)".
