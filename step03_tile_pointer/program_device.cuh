@@ -17,10 +17,14 @@ class DeviceProgram {
   static constexpr bool on_device = true;
   static_assert(NUM_THREADS % 32 == 0, "a program is made of whole warps");
 
-  __device__ explicit DeviceProgram(std::byte* shared_memory) : shared_(shared_memory) {}
+  // first_x: the program id of the launch's first block on axis 0 (a launch may run one slice of
+  // a grid; launch.hpp's Grid::first_x).
+  __device__ explicit DeviceProgram(std::byte* shared_memory, int first_x = 0)
+      : shared_(shared_memory), first_x_(first_x) {}
 
   __device__ int program_id(int axis) const {
-    return static_cast<int>(axis == 0 ? blockIdx.x : (axis == 1 ? blockIdx.y : blockIdx.z));
+    return static_cast<int>(axis == 0 ? first_x_ + static_cast<int>(blockIdx.x)
+                                      : (axis == 1 ? blockIdx.y : blockIdx.z));
   }
   __device__ int thread_rank() const { return static_cast<int>(threadIdx.x); }
   __device__ int warp_id() const { return static_cast<int>(threadIdx.x) / 32; }
@@ -44,6 +48,7 @@ class DeviceProgram {
 
  private:
   std::byte* shared_;
+  int first_x_;
 };
 
 }  // namespace fa2

@@ -27,6 +27,9 @@ namespace fa2 {
 
 struct Grid {
   int x = 1, y = 1, z = 1;
+  // The first program id on axis 0: a launch of programs first_x .. first_x + x - 1 runs one
+  // slice of a larger grid (step05's deterministic backward launches its key tiles one by one).
+  int first_x = 0;
 };
 
 // What a kernel body must offer to be launched; a body that lacks one of these is rejected at
@@ -54,7 +57,7 @@ void run_on_host(const Grid& grid, const typename Body::Params& params) {
   const Body body{};
   for (int z = 0; z < grid.z; ++z) {
     for (int y = 0; y < grid.y; ++y) {
-      for (int x = 0; x < grid.x; ++x) {
+      for (int x = grid.first_x; x < grid.first_x + grid.x; ++x) {
         checker.start_program(Coord<3>{x, y, z});
         const HostProgram prog(Coord<3>{x, y, z}, shared_bytes, sizeof(Shared), &checker);
         body(prog, params);

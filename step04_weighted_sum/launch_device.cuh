@@ -16,9 +16,9 @@
 namespace fa2 {
 
 template <class Body>
-__global__ void __launch_bounds__(Body::num_threads) program_kernel(const typename Body::Params params) {
+__global__ void __launch_bounds__(Body::num_threads) program_kernel(const typename Body::Params params, int first_x) {
   extern __shared__ __align__(128) std::byte shared_memory[];
-  const DeviceProgram<Body::num_threads> prog(shared_memory);
+  const DeviceProgram<Body::num_threads> prog(shared_memory, first_x);
   Body{}(prog, params);
 }
 
@@ -27,8 +27,8 @@ constexpr std::size_t shared_bytes() {
   return sizeof(typename Body::Shared);
 }
 
-// Launches grid.x * grid.y * grid.z programs on `stream`. Host-side work only: shared-memory
-// size, the opt-in for more than 48 KB, the launch and its error check.
+// Launches grid.x * grid.y * grid.z programs on `stream` (ids on axis 0 from grid.first_x). Host-side work only:
+// shared-memory size, the opt-in for more than 48 KB, the launch and its error check.
 template <KernelBody Body>
 void launch_on_device(const Grid& grid, const typename Body::Params& params, cudaStream_t stream) {
   constexpr std::size_t smem = shared_bytes<Body>();
@@ -41,7 +41,7 @@ void launch_on_device(const Grid& grid, const typename Body::Params& params, cud
     (void)opted_in;
   }
   const dim3 blocks(static_cast<unsigned>(grid.x), static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z));
-  program_kernel<Body><<<blocks, Body::num_threads, smem, stream>>>(params);
+  program_kernel<Body><<<blocks, Body::num_threads, smem, stream>>>(params, grid.first_x);
   FA2_CUDA_CHECK_LAUNCH();
 }
 

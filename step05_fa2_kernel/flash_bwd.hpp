@@ -6,6 +6,8 @@
 //
 //   auto [dQ, dK, dV] = flash_attention_backward_host<float>(Q, K, V, O, L, dO, causal);
 //
+//   args.deterministic = true;            // bitwise-identical gradients on every run (see below)
+//
 // Inputs: Q (B, N_q, D), K and V (B, N_k, D), and from the forward O (B, N_q, D) and L (B, N_q)
 // float32, with dO (B, N_q, D), the gradient of the loss with respect to O. Outputs: dQ, dK, dV,
 // shaped like Q, K, V. Two float32 workspaces: D_rows (B, N_q), where the first phase puts
@@ -15,6 +17,7 @@
 // runs; a bad one throws std::invalid_argument naming it. Tests: ctest -L backward.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "common/tensor.hpp"
@@ -52,7 +55,20 @@ struct FlashBwdArgs {
   Extents<3> dv_shape{}, dv_strides{};
   bool causal = false;
   std::optional<float> scale;  // default 1/sqrt(head_dim)
+  // Deterministic gradients: dQ's shares are added in the same order on every run, so that dQ,
+  // dK and dV are bitwise the same (dK and dV always are: one program writes each row). Step 5's
+  // GPU backward then launches its key tiles one after another; the fast backwards take turns on
+  // dq_semaphores, dq_semaphore_count(Q.shape) int32 in device memory that their first phase
+  // clears (step 5 does not read them).
+  bool deterministic = false;
+  std::int32_t* dq_semaphores = nullptr;
 };
+
+// The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch
+// element and 32 query rows.
+constexpr index_t dq_semaphore_count(const Extents<3>& q_shape) {
+  return q_shape[0] * ((q_shape[1] + 31) / 32);
+}
 
 // Builds the arguments from views (host or device memory: only shapes, strides and addresses
 // are read).
@@ -124,6 +140,6 @@ template <class T>
 FlashGradients<T> flash_attention_backward_host(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> O,
                                                 TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<float> scale = std::nullopt);
+                                                std::optional<float> scale = std::nullopt, bool deterministic = false);
 
 }  // namespace fa2

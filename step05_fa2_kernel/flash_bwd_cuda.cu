@@ -19,7 +19,8 @@ template <class T>
 FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, TensorView<const T, 3> Q,
                                                    TensorView<const T, 3> K, TensorView<const T, 3> V,
                                                    TensorView<const T, 3> O, TensorView<const float, 2> L,
-                                                   TensorView<const T, 3> dO, bool causal, std::optional<float> scale) {
+                                                   TensorView<const T, 3> dO, bool causal, std::optional<float> scale,
+                                                   bool deterministic) {
   // Each input keeps its layout (strides included) on the device.
   const auto upload = []<class E, int Rank>(TensorView<const E, Rank> x) {
     auto staged = Tensor<E, Rank>::strided(x.shape(), x.strides());
@@ -34,10 +35,17 @@ FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, Tenso
   cuda::DeviceTensor<T, 3> dev_dQ(grads.dQ), dev_dK(grads.dK), dev_dV(grads.dV);
   cuda::DeviceTensor<float, 2> dev_D_rows(work.D_rows);
   cuda::DeviceTensor<float, 3> dev_dQ_accum(work.dQ_accum);
-  launch(make_flash_bwd_args<T>(dev_Q.view(), dev_K.view(), dev_V.view(), dev_O.view(), dev_L.view(), dev_dO.view(),
-                                dev_D_rows.view(), dev_dQ.view(), dev_dQ_accum.view(), dev_dK.view(), dev_dV.view(),
-                                causal, scale),
-         nullptr);
+  // A large count: counters left uncleared would let every key tile add at once.
+  cuda::DeviceTensor<std::int32_t, 1> dev_semaphores(
+      Tensor<std::int32_t, 1>(Extents<1>{dq_semaphore_count(Q.shape())}, std::int32_t{1} << 30));
+  auto args = make_flash_bwd_args<T>(dev_Q.view(), dev_K.view(), dev_V.view(), dev_O.view(), dev_L.view(),
+                                     dev_dO.view(), dev_D_rows.view(), dev_dQ.view(), dev_dQ_accum.view(),
+                                     dev_dK.view(), dev_dV.view(), causal, scale);
+  if (deterministic) {
+    args.deterministic = true;
+    args.dq_semaphores = dev_semaphores.view().data();
+  }
+  launch(args, nullptr);
   FA2_CUDA_CHECK(cudaDeviceSynchronize());
   dev_dQ.download_to(grads.dQ);
   dev_dK.download_to(grads.dK);
@@ -49,22 +57,23 @@ template <class T>
 FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> O,
                                                 TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<float> scale) {
-  return run_backward_with_device_tensors<T>(&flash_bwd_cuda, Q, K, V, O, L, dO, causal, scale);
+                                                std::optional<float> scale, bool deterministic) {
+  return run_backward_with_device_tensors<T>(&flash_bwd_cuda, Q, K, V, O, L, dO, causal, scale, deterministic);
 }
 
 template FlashGradients<float> run_backward_with_device_tensors<float>(
     CudaBwdLaunchFn, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
-    TensorView<const float, 3>, TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>);
+    TensorView<const float, 3>, TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>,
+    bool);
 template FlashGradients<bf16> run_backward_with_device_tensors<bf16>(
     CudaBwdLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
-    TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>);
+    TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>, bool);
 template FlashGradients<float> flash_attention_backward_cuda<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
-    TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>);
+    TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool);
 template FlashGradients<bf16> flash_attention_backward_cuda<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const float, 2>, TensorView<const bf16, 3>,
-                                                                  bool, std::optional<float>);
+                                                                  bool, std::optional<float>, bool);
 
 }  // namespace fa2

@@ -8,7 +8,8 @@
 //       validates args, then runs the three phases with the launcher (HostLauncher{}, or
 //       DeviceLauncher{stream} from launch_device.cuh), in order:
 //         Preprocess  one program per (query tile, batch): D_i, and dQ_accum set to 0
-//         Kernel      one program per (key tile, batch): dK, dV, and dQ added into dQ_accum
+//         Kernel      one program per (key tile, batch): dK, dV, and dQ added into dQ_accum;
+//                     with args.deterministic one launch per key tile, in order
 //         ConvertDQ   one program per (query tile, batch): dQ_accum -> dQ in the input dtype
 #pragma once
 
@@ -74,7 +75,14 @@ void launch_flash_bwd(const FlashBwdArgs& args, const Launcher& launcher, DTypes
     using RowConfig = FlashFwdConfig<T, D, false, Tiles::q_tile, Tiles::k_tile, Tiles::num_warps>;
     const auto params = make_flash_bwd_params<T>(args);
     launch<Preprocess<RowConfig>>(launcher, flash_grid<Tiles>(forward), params);
-    launch<Kernel<Config>>(launcher, flash_bwd_grid<Tiles>(args), params);
+    const Grid grid = flash_bwd_grid<Tiles>(args);
+    if (args.deterministic) {
+      // Each key-tile program adds each element of dQ_accum once; launched one key tile after
+      // another, the shares of every element add up in the same order on every run.
+      for (int j = 0; j < grid.x; ++j) launch<Kernel<Config>>(launcher, Grid{1, grid.y, grid.z, j}, params);
+    } else {
+      launch<Kernel<Config>>(launcher, grid, params);
+    }
     launch<ConvertDQ<RowConfig>>(launcher, flash_grid<Tiles>(forward), params);
   });
 }

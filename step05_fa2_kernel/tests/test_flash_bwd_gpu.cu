@@ -102,6 +102,33 @@ TEST_SUITE("gpu+backward") {
     CHECK_MESSAGE(c.dQ.ok, c.dQ.summary());
   }
 
+  TEST_CASE("GPU backward: deterministic gives the reference's gradients and the same bits on every run") {
+    FA2_SKIP_WITHOUT_GPU();
+    // One launch per key tile: every element of dQ_accum gets its shares in key-tile order.
+    for (bool causal : {false, true}) {
+      fa2::testing::require_close(fa2::testing::run_backward_and_compare<float>(
+          fa2::testing::gpu_passes<float>(&fa2::flash_bwd_cuda, true), FlashShape{2, 70, 45, 64}, causal));
+    }
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const fa2::testing::BwdInputs<float> in(FlashShape{4, 512, 512, 64}, rng);
+    const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
+    const auto run = [&] {
+      return fa2::flash_attention_backward_cuda<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
+                                                       fwd.L.cview(), in.dO.cview(), false, std::nullopt, true);
+    };
+    const auto a = run();
+    const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
+      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
+    };
+    for (int r = 2; r <= 4; ++r) {
+      const auto b = run();
+      CHECK_MESSAGE(same_bits(a.dQ, b.dQ), "dQ, run ", r);
+      CHECK_MESSAGE(same_bits(a.dK, b.dK), "dK, run ", r);
+      CHECK_MESSAGE(same_bits(a.dV, b.dV), "dV, run ", r);
+    }
+  }
+
   TEST_CASE("GPU backward: a head of a (B, N, H, D) tensor is read and written through its strides, nothing else") {
     FA2_SKIP_WITHOUT_GPU();
     for (bool causal : {false, true}) fa2::testing::check_backward_head_view(&fa2::flash_bwd_cuda, causal);

@@ -183,6 +183,30 @@ TEST_SUITE("host+backward") {
     CHECK(mismatched == 0);
   }
 
+  TEST_CASE("backward: deterministic, the key tiles run one launch each and give the bits of one launch") {
+    // On the host the programs run one after another either way: the same additions in the same
+    // order, so the same bits, whichever launch ran them (Grid::first_x picks each key tile).
+    const FlashShape shape{2, 70, 45, 32};
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const fa2::testing::BwdInputs<float> in(shape, rng);
+    for (bool causal : {false, true}) {
+      const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
+      const auto run = [&](bool deterministic) {
+        return fa2::flash_attention_backward_host<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
+                                                         fwd.L.cview(), in.dO.cview(), causal, std::nullopt,
+                                                         deterministic);
+      };
+      const auto one_launch = run(false), per_key_tile = run(true);
+      const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
+        return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
+      };
+      CHECK(same_bits(one_launch.dQ, per_key_tile.dQ));
+      CHECK(same_bits(one_launch.dK, per_key_tile.dK));
+      CHECK(same_bits(one_launch.dV, per_key_tile.dV));
+    }
+  }
+
   TEST_CASE("backward: the host path gives the same bits on every run (the GPU's atomics do not)") {
     const FlashShape shape{2, 70, 45, 32};
     fa2::Rng rng(fa2::fresh_seed());

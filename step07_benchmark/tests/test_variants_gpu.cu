@@ -1,18 +1,23 @@
 // Every row of the variants table on the GPU, against the float64 reference: step05's kernel at
 // larger tiles, the ladder (v2-v4, float32 and bf16), the fast kernel's configurations (v5, bf16),
 // v6 on Hopper (skipped, with the reason, on other GPUs or in a build without sm_90a) and the
-// fast backward's (v5 and v5b.*: dQ, dK, dV). The ablations (v5.x, v5b.x, v6.x) run when the lab
-// is built (FA2_BUILD_ABLATIONS), and are named as not run otherwise. A variant that fails here
-// is wrong, whatever its speed.
+// fast backwards (v5b.*, v6b.*: dQ, dK, dV, also with deterministic gradients). The ablations (v5.x, v5b.x, v6.x) run
+// when the lab is built (FA2_BUILD_ABLATIONS), and are named as not run otherwise. A variant that fails here is wrong,
+// whatever its speed.
+#include <cuda_runtime.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "common/cuda/cuda_check.hpp"
 #include "common/cuda/gpu.hpp"
 #include "common/testing.hpp"
+#include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_bwd_test_support_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 #include "step07_benchmark/kernels/fast/flash_attention.hpp"
@@ -83,11 +88,25 @@ std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
 
 // dQ, dK, dV of `backward` against the float64 reference on `shape`, causal and not.
 void check_backward_shape(fa2::CudaBwdLaunchFn backward, const fa2::testing::FlashShape& shape, double qk_scale = 1.0,
-                          fa2::testing::GradientTolerance tol = fa2::testing::gradient_tolerance<fa2::bf16>()) {
+                          fa2::testing::GradientTolerance tol = fa2::testing::gradient_tolerance<fa2::bf16>(),
+                          bool deterministic = false) {
   for (bool causal : {false, true}) {
     fa2::testing::require_close(fa2::testing::run_backward_and_compare<fa2::bf16>(
-        fa2::testing::gpu_passes<fa2::bf16>(backward), shape, causal, qk_scale, tol));
+        fa2::testing::gpu_passes<fa2::bf16>(backward, deterministic), shape, causal, qk_scale, tol));
   }
+}
+
+// Blocks that spin for a while, on a stream of their own: the SMs a backward launched meanwhile
+// finds taken or free differ from run to run, and so does the order its blocks start in.
+__global__ void keep_busy(long long cycles) {
+  const long long start = clock64();
+  const long long mine = cycles * (1 + blockIdx.x % 5);
+  while (clock64() - start < mine) {
+  }
+}
+
+bool same_bits(const fa2::Tensor<fa2::bf16, 3>& x, const fa2::Tensor<fa2::bf16, 3>& y) {
+  return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(fa2::bf16)) == 0;
 }
 
 }  // namespace
@@ -246,6 +265,68 @@ TEST_SUITE("gpu+variants") {
       fa2::testing::check_backward_batch_stride_past_2_31(&fa2::fast::flash_bwd_fast, causal);
   }
 
+  TEST_CASE("GPU: every fast backward, deterministic, gives the reference's gradients on ragged and unequal lengths") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{2, 37, 53, D},
+                                                     {1, 300, 20, D},
+                                                     {1, 20, 300, D},
+                                                     {2, 700, 650, D},
+                                                     {1, 1, 200, D}}) {
+          check_backward_shape(v->cuda_backward, shape, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(), true);
+        }
+      }
+    }
+  }
+
+  TEST_CASE("GPU: deterministic gradients are the same bits on every run, also beside work on another stream") {
+    FA2_SKIP_WITHOUT_GPU();
+    struct Backward {
+      const char* name;
+      fa2::CudaBwdLaunchFn launch;
+    };
+    std::vector<Backward> backwards = {
+        {"step05", &fa2::flash_bwd_cuda}, {"v5", &fa2::fast::flash_bwd_v5}, {"fast", &fa2::fast::flash_bwd_fast}};
+    if (const std::string why = fa2::fast::hopper_unavailable(); why.empty()) {
+      backwards.push_back({"v6b", &fa2::fast::flash_bwd_hopper});
+    } else {
+      MESSAGE("v6b not run: ", why);
+    }
+    cudaStream_t side = nullptr;
+    FA2_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    for (const fa2::index_t D : {64, 128}) {
+      for (bool causal : {false, true}) {
+        // 8 key tiles of 128 (v6b), 16 of 64, 63 of 16 (step05) add into every query tile.
+        const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{2, 1000, 1000, D}, rng);
+        const auto fwd = fa2::testing::reference_outputs<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
+        for (const auto& b : backwards) {
+          INFO(b.name, " D ", D, " causal ", causal);
+          const auto run = [&] {
+            return fa2::run_backward_with_device_tensors<fa2::bf16>(b.launch, in.Q.cview(), in.K.cview(), in.V.cview(),
+                                                                    fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal,
+                                                                    std::nullopt, true);
+          };
+          const auto first = run();
+          for (int r = 1; r <= 5; ++r) {
+            // A few milliseconds of spinning on 20 to 120 SMs, queued just before the backward.
+            keep_busy<<<20 * r, 128, 0, side>>>(2'000'000LL * r);
+            FA2_CUDA_CHECK(cudaGetLastError());
+            const auto again = run();
+            CHECK_MESSAGE(same_bits(first.dQ, again.dQ), "dQ, run ", r + 1);
+            CHECK_MESSAGE(same_bits(first.dK, again.dK), "dK, run ", r + 1);
+            CHECK_MESSAGE(same_bits(first.dV, again.dV), "dV, run ", r + 1);
+          }
+        }
+      }
+    }
+    FA2_CUDA_CHECK(cudaStreamSynchronize(side));
+    FA2_CUDA_CHECK(cudaStreamDestroy(side));
+  }
+
   TEST_CASE("GPU: the fast backward's dK and dV are the same bits on every run, dQ moves only by its atomics") {
     FA2_SKIP_WITHOUT_GPU();
     fa2::Rng rng(fa2::fresh_seed());
@@ -258,9 +339,6 @@ TEST_SUITE("gpu+variants") {
                                                               false);
     };
     const auto a = run(), b = run();
-    const auto same_bits = [](const fa2::Tensor<fa2::bf16, 3>& x, const fa2::Tensor<fa2::bf16, 3>& y) {
-      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(fa2::bf16)) == 0;
-    };
     CHECK(same_bits(a.dK, b.dK));  // one block owns each key row: a fixed order of additions
     CHECK(same_bits(a.dV, b.dV));
     // dQ: 8 key tiles' float32 shares, added in any order, then rounded to bf16: at most one
@@ -272,12 +350,18 @@ TEST_SUITE("gpu+variants") {
 }
 
 TEST_SUITE("gpu+sanitizer") {
-  // Small shapes for compute-sanitizer: every fast backward, ragged, causal and not.
+  // Small shapes for compute-sanitizer: every fast backward, ragged, causal and not, with and
+  // without deterministic gradients.
   TEST_CASE("GPU: fast backwards on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto* v : fast_backwards()) {
       INFO(v->name());
-      for (const auto D : v->head_dims) check_backward_shape(v->cuda_backward, {2, 70, 130, D});
+      for (const auto D : v->head_dims) {
+        for (bool deterministic : {false, true}) {
+          check_backward_shape(v->cuda_backward, {2, 70, 130, D}, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
+                               deterministic);
+        }
+      }
     }
   }
 }
@@ -394,6 +478,12 @@ TEST_SUITE("variants") {
       CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(big), doctest::Contains("needs more than 65535 key tiles"),
                            std::invalid_argument);
     }
+    // Deterministic gradients without the counters they take turns on.
+    a = args(x, g_ok, rows, acc);
+    a.deterministic = true;
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a),
+                         doctest::Contains("dq_semaphores: deterministic gradients on the fast backward need"),
+                         std::invalid_argument);
     // A bad shape is validate()'s: named as for every backward.
     a = args(x, g_ok, rows, acc);
     a.do_shape = {1, 9, 64};

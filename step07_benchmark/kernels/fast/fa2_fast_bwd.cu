@@ -38,6 +38,12 @@ std::string backward_refusal(const FlashBwdArgs& a) {
   if (!rows_16_byte_aligned(a.dq_accum, a.dq_accum_strides, 4)) {
     return "dQ_accum: the fast backward needs 16-byte aligned rows (base pointer and batch/row strides multiples of 4)";
   }
+  if (a.deterministic && a.dq_semaphores == nullptr) {
+    return "dq_semaphores: deterministic gradients on the fast backward need a workspace of "
+           "dq_semaphore_count(Q.shape) "
+           "int32 (" +
+           std::to_string(dq_semaphore_count(a.q_shape)) + " here) in device memory";
+  }
   return {};
 }
 

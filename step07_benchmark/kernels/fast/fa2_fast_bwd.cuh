@@ -31,6 +31,7 @@
 #include <cstdint>
 
 #include "common/numeric.hpp"
+#include "step07_benchmark/kernels/fast/dq_turns.cuh"
 #include "step07_benchmark/kernels/fast/fa2_fast.cuh"  // tile_offset, load_tile_async, ldmatrix addresses
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"
 
@@ -120,11 +121,22 @@ struct FastBwdParams {
   int N_QUERIES, N_KEYS;
   float scale;       // dK and dQ are multiplied by it once, at the end
   float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
+  // Deterministic dQ (dq_turns.cuh): the key tiles start from the last and take turns on one
+  // counter per (batch element, 32 query rows), stride_semb counters per batch element.
+  bool deterministic;
+  std::int32_t* dq_semaphores;
+  index_t stride_semb;
 };
+
+// Where a block of the key-tile kernels stands in the grid (batch elements in x, key tiles in y):
+// its key tile, the highest first when the turns of deterministic dQ need it (dq_turns.cuh).
+__device__ __forceinline__ int key_tile_of_block(const FastBwdParams& p) {
+  return p.deterministic ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
+}
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
-// ---- phase 1: D_i = rowsum(dO_i * O_i), and dQ_accum cleared -----------------------------------
+// ---- phase 1: D_i = rowsum(dO_i * O_i), and dQ_accum (and the dq_semaphores) cleared -----------
 // Thread t of the grid takes 16-byte chunk t % CHUNKS of query row t / CHUNKS; the CHUNKS lanes
 // of a row are neighbours in one warp and add their partial dots with shuffles.
 template <int D>
@@ -148,6 +160,7 @@ __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p
     }
     auto* acc = reinterpret_cast<float4*>(p.dQ_accum + bh * p.stride_accb + row * p.stride_accq + chunk * 8);
     acc[0] = acc[1] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (p.deterministic && chunk == 0 && row % 32 == 0) p.dq_semaphores[bh * p.stride_semb + row / 32] = 0;
   }
 #pragma unroll
   for (int offset = CHUNKS / 2; offset > 0; offset /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, offset);
@@ -402,7 +415,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // every (batch, head) at once. Causal, key tile 0 meets every query tile and the last one the
   // fewest, so the heaviest blocks of all heads go first and the light ones fill the tail
   // (longest-processing-time first).
-  const int k0 = static_cast<int>(blockIdx.y) * BN;
+  // Deterministic, the order is reversed (dq_turns.cuh says why).
+  const int key_tile = key_tile_of_block(p);
+  const int k0 = key_tile * BN;
   const index_t bh = blockIdx.x;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * Cfg::WARP_KEYS, k0 + warp * Cfg::WARP_KEYS};
@@ -415,6 +430,25 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // query k0, in query tile k0 / BLOCK_M.
   const int m_begin = Cfg::CAUSAL ? k0 / BM : 0;
   const int m_end = (p.N_QUERIES + BM - 1) / BM;
+
+  // dQ_i's share of query tile m (dS^T in sdS_m) into dQ_accum; deterministic, in this key tile's
+  // turn (dq_turns.cuh): thread 0 waits for it, the block's barrier passes it on, and each warp
+  // increments the counter once it has added (the key tiles after this one: NUM_WARPS each).
+  const auto add_query_share = [&](int m, const __nv_bfloat16* sdS_m) {
+    std::int32_t* const counter = p.dq_semaphores + bh * p.stride_semb + m;
+    if (p.deterministic) {
+      if (threadIdx.x == 0) {
+        const int after = last_key_tile(m, static_cast<int>(gridDim.y), BM, BN, Cfg::CAUSAL) - key_tile;
+        wait_for_turn(counter, Cfg::NUM_WARPS * after);
+      }
+      __syncthreads();
+    }
+    accumulate_query_gradients<Cfg>(p, bh, m * BM, sdS_m, sK, warp, w.lane);
+    if (p.deterministic) {
+      __syncwarp();
+      if (w.lane == 0) pass_turn(counter);
+    }
+  };
 
   // Q_i, dO_i, L_i and D_i into stage `stage`, in the background; rows past N_QUERIES zero-filled.
   const auto load_query_tile = [&](int m, int stage) {
@@ -471,19 +505,19 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
     if constexpr (Cfg::DEFERRED_DQ) {
       // dS^T of tile m - 1 was complete at this step's barrier; its buffer was last read before
       // it, by tile m - 2's dQ, so tile m's dS^T may go to the other one meanwhile.
-      if (m > m_begin) accumulate_query_gradients<Cfg>(p, bh, q0 - BM, sdS + ((m - 1) & 1) * BN * BM, sK, warp, w.lane);
+      if (m > m_begin) add_query_share(m - 1, sdS + ((m - 1) & 1) * BN * BM);
       store_score_gradients<Cfg>(sdS + (m & 1) * BN * BM, dp, w);
     } else {
       store_score_gradients<Cfg>(sdS, dp, w);
       __syncthreads();  // all of dS^T is in shared memory
-      accumulate_query_gradients<Cfg>(p, bh, q0, sdS, sK, warp, w.lane);
+      add_query_share(m, sdS);
     }
   }
   if constexpr (Cfg::DEFERRED_DQ) {
     if (m_begin < m_end) {
       __syncthreads();  // the last tile's dS^T is complete
       const int last = m_end - 1;
-      accumulate_query_gradients<Cfg>(p, bh, last * BM, sdS + (last & 1) * BN * BM, sK, warp, w.lane);
+      add_query_share(last, sdS + (last & 1) * BN * BM);
     }
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends

@@ -70,6 +70,9 @@ inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
   p.scale = softmax_scale(forward_args(a));
   p.scale_log2 = p.scale * kLog2e;
+  p.deterministic = a.deterministic;
+  p.dq_semaphores = a.dq_semaphores;
+  p.stride_semb = cdiv<index_t>(a.q_shape[1], 32);
   return p;
 }
 

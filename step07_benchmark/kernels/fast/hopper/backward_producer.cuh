@@ -25,14 +25,14 @@ struct HopperBwdMaps {
 // Where a block stands: its key tile, its (batch, head), the query tiles it walks (causal,
 // top-left: the tile's first key k0 is first seen by query k0) and its thread's place. One block
 // per (batch element, key tile), the key tile the slow index: causal, the heaviest blocks of
-// every head start first (as v5's backward).
+// every head start first (as v5's backward); deterministic, the last key tile first.
 template <class Cfg>
 struct BwdBlock {
   int k0;
   index_t bh;
   int m_begin, m_end;
   __device__ __forceinline__ explicit BwdBlock(const FastBwdParams& p)
-      : k0(static_cast<int>(blockIdx.y) * Cfg::BLOCK_N),
+      : k0(key_tile_of_block(p) * Cfg::BLOCK_N),
         bh(blockIdx.x),
         m_begin(Cfg::CAUSAL ? k0 / Cfg::BLOCK_M : 0),
         m_end((p.N_QUERIES + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M) {}

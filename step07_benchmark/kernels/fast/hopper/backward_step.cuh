@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "common/numeric.hpp"
+#include "step07_benchmark/kernels/fast/dq_turns.cuh"
 #include "step07_benchmark/kernels/fast/fa2_fast_bwd.cuh"  // FastBwdParams, kLog2e
 #include "step07_benchmark/kernels/fast/hopper/backward_config.cuh"
 #include "step07_benchmark/kernels/fast/hopper/backward_products.cuh"
@@ -104,16 +105,37 @@ __device__ __forceinline__ void write_key_rows(const FastBwdParams& p, index_t b
   }
 }
 
+template <class Cfg>
+__device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
+#pragma unroll
+  for (int t = 0; t < Cfg::D / 8; ++t) x[t][0] = x[t][1] = x[t][2] = x[t][3] = 0.0f;
+}
+
 // The same value, which the compiler may no longer see through.
 __device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
   asm volatile("" : "+r"(x));
   return x;
 }
 
+// Deterministic dQ (dq_turns.cuh): the counter of query tile q0 / BLOCK_M, and the count at which
+// this warpgroup may add there. Each of a block's 8 computing warps increments the counter once
+// it has added, so key tile n may start once the key tiles after it have: at 8 (last - n). When
+// the warpgroups' parts are disjoint (split by queries or columns) both add from there at once;
+// split by keys, both add a whole share, the warpgroup of the higher keys first.
+// (The address is remade at each use from values the compiler cannot see through, so that it is
+// not held across the loop in two registers the kernels at head dim 128 do not have.)
 template <class Cfg>
-__device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
-#pragma unroll
-  for (int t = 0; t < Cfg::D / 8; ++t) x[t][0] = x[t][1] = x[t][2] = x[t][3] = 0.0f;
+__device__ __forceinline__ std::int32_t* query_tile_counter(const FastBwdParams& p, index_t bh, int q0) {
+  const index_t index = static_cast<index_t>(opaque(static_cast<std::uint32_t>(bh))) * p.stride_semb;
+  return p.dq_semaphores + index + opaque(static_cast<std::uint32_t>(q0 / Cfg::BLOCK_M));
+}
+template <class Cfg>
+__device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
+  const int key_tile = th.key0 / Cfg::BLOCK_N;
+  const int last =
+      last_key_tile(q0 / Cfg::BLOCK_M, static_cast<int>(gridDim.y), Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL);
+  const int order_in_block = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 1 - th.wg : 0;
+  return 4 * (2 * (last - key_tile) + order_in_block);
 }
 
 // One step of a computing warpgroup: query tile q0 (stage `stage` of Q_i, dO_i, L_i, D_i, which
@@ -157,6 +179,9 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   if constexpr (Cfg::DQ_TMA) {
     if (leader) bulk_wait_read<1>();
   }
+  // Deterministic: the leader waits for the warpgroup's turn to add (dq_turns.cuh) before the
+  // barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
+  if (p.deterministic && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -182,9 +207,14 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
                           static_cast<int>(bh));
       }
       bulk_commit();
+      if (p.deterministic) bulk_wait();  // the reduce-adds have landed before the turn passes
     }
   } else {
     add_query_share<Cfg>(p, bh, q0, dq, part, th);
+  }
+  if (p.deterministic) {  // this warp's adds are done
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh, q0));
   }
 }
 
