@@ -238,13 +238,14 @@ struct BackwardCall {
   at::Tensor q3, k3, v3, o3, do3, lse2;  // the kernels' views of the inputs
   at::Tensor dq, dk, dv;                 // q's, k's and v's shapes and dtype, contiguous
   at::Tensor d_rows, dq_accum;           // float32 workspaces (batch, N_q) and (batch, N_q, D)
+  at::Tensor dq_semaphores;              // deterministic with kernel="fast": int32, cleared by the kernel
   fa2::FlashBwdArgs args;
   Kernel kernel = Kernel::step05;
 };
 
 BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& out, const at::Tensor& lse, bool is_causal, std::optional<double> scale,
-                              c10::string_view kernel, Where where) {
+                              c10::string_view kernel, bool deterministic, Where where) {
   const Kernel chosen = parse_kernel(kBackward, kernel);
   check_qkv(kBackward, q, k, v);
   TORCH_CHECK(chosen == Kernel::step05 || where == Where::cuda, kBackward,
@@ -294,6 +295,13 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   a.dv = dv3.mutable_data_ptr(), a.dv_shape = shape_of<3>(dv3), a.dv_strides = strides_of<3>(dv3);
   a.causal = is_causal;
   a.scale = checked_scale(kBackward, scale);
+  // Deterministic gradients: step 5's backward runs its key tiles one launch after another (the
+  // host path always does); the fast ones take turns on one counter per 32 query rows.
+  a.deterministic = deterministic;
+  if (deterministic && c.kernel == Kernel::fast) {
+    c.dq_semaphores = at::empty({fa2::dq_semaphore_count(a.q_shape)}, q.options().dtype(at::kInt));
+    a.dq_semaphores = c.dq_semaphores.mutable_data_ptr<std::int32_t>();
+  }
   run_checked(kBackward, [&] { fa2::validate(a); });
   return c;
 }
@@ -302,8 +310,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& do
                                                             const at::Tensor& k, const at::Tensor& v,
                                                             const at::Tensor& out, const at::Tensor& lse,
                                                             bool is_causal, std::optional<double> scale,
-                                                            c10::string_view kernel) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, Where::cpu);
+                                                            c10::string_view kernel, bool deterministic) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic, Where::cpu);
   run_checked(kBackward, [&] { fa2::flash_bwd_host(c.args); });
   return {c.dq, c.dk, c.dv};
 }
@@ -335,8 +343,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
                                                              const at::Tensor& k, const at::Tensor& v,
                                                              const at::Tensor& out, const at::Tensor& lse,
                                                              bool is_causal, std::optional<double> scale,
-                                                             c10::string_view kernel) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, Where::cuda);
+                                                             c10::string_view kernel, bool deterministic) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
@@ -359,7 +367,7 @@ TORCH_LIBRARY(fa2, m) {
   m.def("forward(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale, str kernel) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool is_causal, float? scale, "
-      "str kernel) -> (Tensor dq, Tensor dk, Tensor dv)");
+      "str kernel, bool deterministic=False) -> (Tensor dq, Tensor dk, Tensor dv)");
 }
 
 TORCH_LIBRARY_IMPL(fa2, CPU, m) {

@@ -98,7 +98,7 @@ def _forward_fake(q, k, v, is_causal, scale, kernel):
 
 
 @torch.library.register_fake("fa2::backward")
-def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel):
+def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic=False):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -113,22 +113,25 @@ class _FlashAttentionFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, kernel):
+    def forward(ctx, q, k, v, is_causal, scale, kernel, deterministic):
         out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.is_causal = is_causal
         ctx.scale = scale
         ctx.kernel = kernel
+        ctx.deterministic = deterministic
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
-        dq, dk, dv = torch.ops.fa2.backward(dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel)
-        return dq, dk, dv, None, None, None
+        dq, dk, dv = torch.ops.fa2.backward(
+            dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel, ctx.deterministic
+        )
+        return dq, dk, dv, None, None, None, None
 
 
-def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
+def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deterministic=False):
     """Scaled dot-product attention with this repository's FlashAttention-2 kernels.
 
     Computes softmax(q @ k^T * scale + mask) @ v, like
@@ -150,9 +153,16 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
         N_q != N_k (with N_q < N_k the last N_k - N_q keys are seen by no query).
     scale: the softmax scale; None means 1 / sqrt(D).
     kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
-        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128; the
-        forward is v6 on an sm_90 GPU at D 64 and 128, v5 otherwise, the backward v5's). An input that the chosen kernel
-        cannot run raises RuntimeError saying why; no other kernel is tried in its place.
+        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128; on an
+        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b, elsewhere both are
+        v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
+        other kernel is tried in its place.
+    deterministic: True makes dq, dk and dv the same bits on every run of the same inputs. dk
+        and dv always are; dq is a sum of one share per key tile, which the CUDA kernels add with
+        float32 atomics in whatever order the blocks reach it. Deterministic, step05's CUDA
+        backward runs its key tiles one launch after another (slow: for checking), and the fast
+        one makes them take turns, the last key tile first (measured cost: step07_benchmark's
+        README). The CPU path is deterministic either way.
 
     What is copied: a tensor whose head dim is not contiguous (stride(-1) != 1), and a 4-D tensor
     whose B and H cannot be merged into one batch axis (stride(0) != H * stride(1), e.g.
@@ -166,4 +176,4 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05"):
     """
     if scale is not None:
         scale = float(scale)
-    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel)
+    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic))

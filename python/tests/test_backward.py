@@ -86,3 +86,39 @@ def test_fast_kernel_gradients_match_float64_attention(B, Nq, Nk, D, is_causal):
     assert_gradients_close((dq, dk, dv), reference_gradients(q, k, v, dout, is_causal), "bfloat16")
     if is_causal and Nk > Nq:
         assert dk[..., Nq:, :].abs().max().item() == 0 and dv[..., Nq:, :].abs().max().item() == 0
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kernel,D", [("step05", 64), ("fast", 64), ("fast", 128)])
+@CAUSAL
+def test_deterministic_gradients_are_the_same_bits_on_every_run(kernel, D, is_causal):
+    """deterministic=True: dq, dk and dv are bitwise equal over repeated backwards, also while
+    matrix products on another stream hold part of the GPU, and still match float64."""
+    q, k, v, dout = attention_inputs((2, 4, 700, D), (2, 4, 900, D), torch.bfloat16, device="cuda")
+    out = flash_attention(q, k, v, is_causal=is_causal, kernel=kernel, deterministic=True)
+    first = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    busy = torch.randn(2048, 2048, device="cuda")
+    for run in range(2, 7):
+        with torch.cuda.stream(side):
+            for _ in range(run):
+                busy = (busy @ busy).tanh_()
+        again = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+        for name, a, b in zip(("dq", "dk", "dv"), first, again):
+            assert torch.equal(a.view(torch.int16), b.view(torch.int16)), f"{name} differs in run {run}"
+    torch.cuda.current_stream().wait_stream(side)
+    assert_gradients_close(first, reference_gradients(q, k, v, dout, is_causal), "bfloat16")
+
+
+@CAUSAL
+def test_deterministic_on_the_cpu_gives_the_default_bits(is_causal):
+    """The CPU path runs the programs one after another either way: the flag changes nothing there."""
+    q, k, v, dout = attention_inputs((2, 50, 32), (2, 37, 32), torch.float32)
+    grads = [
+        torch.autograd.grad(flash_attention(q, k, v, is_causal=is_causal, deterministic=flag), (q, k, v), dout)
+        for flag in (False, True)
+    ]
+    for name, a, b in zip(("dq", "dk", "dv"), *grads):
+        assert torch.equal(a, b), name

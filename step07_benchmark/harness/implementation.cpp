@@ -3,6 +3,7 @@
 // kernel_implementations(): one for every row of the variants table.
 #include "step07_benchmark/harness/implementation.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -22,14 +23,18 @@ FlashFwdArgs flash_args_for(const Problem& p, const AttentionBuffers& b) {
 
 namespace {
 
-// The float32 workspaces of our backward (D_i per row, dQ summed over the key tiles), owned by
-// the prepared run, and the arguments that point at them and at the problem's buffers.
+// The float32 workspaces of our backward (D_i per row, dQ summed over the key tiles; with
+// deterministic gradients, the int32 counters the key tiles take turns on), owned by the prepared
+// run, and the arguments that point at them and at the problem's buffers.
 struct BackwardWork {
   cuda::DeviceBuffer<float> d_rows, dq_accum;
+  cuda::DeviceBuffer<std::int32_t> dq_semaphores;
   FlashBwdArgs args;
 
-  BackwardWork(const Problem& p, const AttentionBuffers& b)
-      : d_rows(static_cast<std::size_t>(p.heads() * p.N)), dq_accum(static_cast<std::size_t>(p.qkv_elements())) {
+  BackwardWork(const Problem& p, const AttentionBuffers& b, bool deterministic)
+      : d_rows(static_cast<std::size_t>(p.heads() * p.N)),
+        dq_accum(static_cast<std::size_t>(p.qkv_elements())),
+        dq_semaphores(deterministic ? static_cast<std::size_t>(dq_semaphore_count({p.heads(), p.N, p.D})) : 0) {
     const Extents<3> shape{p.heads(), p.N, p.D};
     const Extents<2> rows{p.heads(), p.N};
     args = make_flash_bwd_args<bf16>(TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
@@ -38,6 +43,8 @@ struct BackwardWork {
                                      TensorView<float, 2>(d_rows.data(), rows), TensorView<bf16, 3>(b.dq, shape),
                                      TensorView<float, 3>(dq_accum.data(), shape), TensorView<bf16, 3>(b.dk, shape),
                                      TensorView<bf16, 3>(b.dv, shape), p.causal);
+    args.deterministic = deterministic;
+    if (deterministic) args.dq_semaphores = dq_semaphores.data();
   }
 };
 
@@ -47,7 +54,8 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
                                     std::function<std::string(const Problem&)> unsupported,
                                     std::function<std::string(const FlashFwdArgs&)> refuses, CudaBwdLaunchFn backward,
                                     std::function<std::string(const FlashFwdArgs&)> chooses,
-                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward) {
+                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward,
+                                    bool deterministic) {
   if (fn == nullptr && backward == nullptr)
     throw std::invalid_argument("flash_implementation(" + key + "): no launcher");
   Implementation impl;
@@ -59,14 +67,17 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
     if (!p.backward() && !has_forward) return std::string("backward only");
     return unsupported ? unsupported(p) : std::string();
   };
-  // Forward: O and L only, nothing else. Backward: D_i and the float32 dQ accumulator.
-  impl.extra_bytes = [](const Problem& p) {
+  // Forward: O and L only, nothing else. Backward: D_i, the float32 dQ accumulator and, when
+  // deterministic, the counters.
+  impl.extra_bytes = [deterministic](const Problem& p) {
     if (!p.backward()) return std::size_t{0};
+    const std::size_t counters =
+        deterministic ? static_cast<std::size_t>(dq_semaphore_count({p.heads(), p.N, p.D})) * sizeof(std::int32_t) : 0;
     return static_cast<std::size_t>(p.heads() * p.N) * sizeof(float) +
-           static_cast<std::size_t>(p.qkv_elements()) * sizeof(float);
+           static_cast<std::size_t>(p.qkv_elements()) * sizeof(float) + counters;
   };
-  impl.prepare = [fn, refuses, backward, chooses, chooses_backward](const Problem& p, const AttentionBuffers& b,
-                                                                    cudaStream_t stream) {
+  impl.prepare = [fn, refuses, backward, chooses, chooses_backward, deterministic](
+                     const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
     const FlashFwdArgs args = flash_args_for(p, b);
     validate(args);  // a bad argument is reported once here, not thrown from the timing loop
     if (refuses) {
@@ -76,7 +87,7 @@ Implementation flash_implementation(std::string name, std::string key, CudaLaunc
     }
     PreparedRun run;
     if (p.backward()) {
-      auto work = std::make_shared<BackwardWork>(p, b);
+      auto work = std::make_shared<BackwardWork>(p, b, deterministic);
       validate(work->args);
       run.run = [backward, work, stream] { backward(work->args, stream); };
       if (chooses_backward) run.backend = chooses_backward(work->args);  // e.g. "v6b"
@@ -106,6 +117,10 @@ std::vector<Implementation> kernel_implementations() {
     if (v.chooses_backward != nullptr) chooses_backward = v.chooses_backward;
     out.push_back(flash_implementation(v.name(), v.key, v.cuda, v.family, unsupported, refuses, v.cuda_backward,
                                        chooses, chooses_backward));
+    if (v.cuda_backward != nullptr && (v.key == "v5" || v.key == "v6b" || v.key == "fast")) {
+      out.push_back(flash_implementation(v.name() + ", deterministic", v.key + "-det", nullptr, v.family, unsupported,
+                                         refuses, v.cuda_backward, chooses, chooses_backward, true));
+    }
   }
   return out;
 }

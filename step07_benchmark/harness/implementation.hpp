@@ -88,16 +88,20 @@ struct Implementation {
 //                 backward problems (null: it has none, and says so).
 //   chooses     : for a launcher that picks among kernels, which one these arguments get and
 //                 why; it becomes the measurement's backend (the log and the CSV show it);
-//   chooses_backward : the same for its backward.
+//   chooses_backward : the same for its backward;
+//   deterministic : the backward with deterministic gradients (FlashBwdArgs::deterministic, its
+//                 dq_semaphores allocated with the other workspaces).
 // validate() is also called once in prepare, so bad arguments never reach the timing loop.
 Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "fast",
                                     std::function<std::string(const Problem&)> unsupported = {},
                                     std::function<std::string(const FlashFwdArgs&)> refuses = {},
                                     CudaBwdLaunchFn backward = nullptr,
                                     std::function<std::string(const FlashFwdArgs&)> chooses = {},
-                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward = {});
+                                    std::function<std::string(const FlashBwdArgs&)> chooses_backward = {},
+                                    bool deterministic = false);
 
-// Every row of the variants table that has a GPU launcher, in the table's order.
+// Every row of the variants table that has a GPU launcher, in the table's order, and after the
+// tuned backwards (v5, v6b, fast) their deterministic twins, keyed v5-det, v6b-det, fast-det.
 std::vector<Implementation> kernel_implementations();
 
 // The arguments flash_implementation passes: Q, K, V, O as (B*H, N, D), L as (B*H, N).
