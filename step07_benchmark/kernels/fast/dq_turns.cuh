@@ -22,6 +22,14 @@
 
 namespace fa2::fast {
 
+// A configuration's options (FastBwdOptions, HopperBwdOptions) with deterministic dQ: the kernels
+// are compiled both ways, so that the turns cost nothing when they are not asked for.
+template <class Options>
+constexpr Options deterministic_twin(Options o) {
+  o.deterministic = true;
+  return o;
+}
+
 // The last key tile (of block_n keys) that meets query tile m (of block_m queries): with the
 // causal mask (top-left), key tile n's first query tile is n block_n / block_m.
 __device__ __forceinline__ int last_key_tile(int m, int key_tiles, int block_m, int block_n, bool causal) {

@@ -46,7 +46,10 @@ struct FastBwdOptions {
   int key_tiles = 1;         // 16-key tiles per warp: 2 uses every Q and dO fragment twice
   bool deferred_dq = false;  // dS^T double-buffered: tile i's dQ share is computed during tile
                              // i + 1, so one barrier per step instead of two
+  bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
+                               // every configuration is built both ways (Cfg::Deterministic)
 };
+
 
 template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
 struct FastBwdConfig {
@@ -64,6 +67,8 @@ struct FastBwdConfig {
   static constexpr bool KV_IN_REGS = OPT.kv_in_regs;
   static constexpr bool DEFERRED_DQ = OPT.deferred_dq;
   static constexpr int DS_STAGES = DEFERRED_DQ ? 2 : 1;
+  static constexpr bool DETERMINISTIC = OPT.deterministic;
+  using Deterministic = FastBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   // What the forward's tile helpers (tile_offset, load_tile_async, the ldmatrix addresses) read.
   static constexpr bool SWIZZLE = true;
   static constexpr int CHUNKS = D / 8;
@@ -121,8 +126,9 @@ struct FastBwdParams {
   int N_QUERIES, N_KEYS;
   float scale;       // dK and dQ are multiplied by it once, at the end
   float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
-  // Deterministic dQ (dq_turns.cuh): the key tiles start from the last and take turns on one
-  // counter per (batch element, 32 query rows), stride_semb counters per batch element.
+  // Deterministic dQ (dq_turns.cuh): the kernels built for it take turns on one counter per
+  // (batch element, 32 query rows), stride_semb counters per batch element, which the
+  // preprocess clears when `deterministic` is set.
   bool deterministic;
   std::int32_t* dq_semaphores;
   index_t stride_semb;
@@ -130,8 +136,9 @@ struct FastBwdParams {
 
 // Where a block of the key-tile kernels stands in the grid (batch elements in x, key tiles in y):
 // its key tile, the highest first when the turns of deterministic dQ need it (dq_turns.cuh).
-__device__ __forceinline__ int key_tile_of_block(const FastBwdParams& p) {
-  return p.deterministic ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
+template <bool DETERMINISTIC>
+__device__ __forceinline__ int key_tile_of_block() {
+  return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
 }
 
 inline constexpr float kLog2e = 1.4426950408889634f;
@@ -416,7 +423,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // fewest, so the heaviest blocks of all heads go first and the light ones fill the tail
   // (longest-processing-time first).
   // Deterministic, the order is reversed (dq_turns.cuh says why).
-  const int key_tile = key_tile_of_block(p);
+  const int key_tile = key_tile_of_block<Cfg::DETERMINISTIC>();
   const int k0 = key_tile * BN;
   const index_t bh = blockIdx.x;
   const int warp = static_cast<int>(threadIdx.x) / 32;
@@ -436,7 +443,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // increments the counter once it has added (the key tiles after this one: NUM_WARPS each).
   const auto add_query_share = [&](int m, const __nv_bfloat16* sdS_m) {
     std::int32_t* const counter = p.dq_semaphores + bh * p.stride_semb + m;
-    if (p.deterministic) {
+    if constexpr (Cfg::DETERMINISTIC) {
       if (threadIdx.x == 0) {
         const int after = last_key_tile(m, static_cast<int>(gridDim.y), BM, BN, Cfg::CAUSAL) - key_tile;
         wait_for_turn(counter, Cfg::NUM_WARPS * after);
@@ -444,7 +451,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
       __syncthreads();
     }
     accumulate_query_gradients<Cfg>(p, bh, m * BM, sdS_m, sK, warp, w.lane);
-    if (p.deterministic) {
+    if constexpr (Cfg::DETERMINISTIC) {
       __syncwarp();
       if (w.lane == 0) pass_turn(counter);
     }

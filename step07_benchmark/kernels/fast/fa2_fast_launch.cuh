@@ -125,11 +125,18 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
-  static std::atomic<std::uint64_t> opted_in{0};
-  opt_in_shared_memory(fast_bwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
-  fast_bwd_kernel<Cfg>
-      <<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
+  // The configuration as asked, or its twin compiled for deterministic dQ.
+  const auto key_tiles = [&]<class C>() {
+    static std::atomic<std::uint64_t> opted_in{0};
+    opt_in_shared_memory(fast_bwd_kernel<C>, C::smem_bytes, current_device(), opted_in, plan.kernel);
+    fast_bwd_kernel<C><<<dim3(batch, static_cast<unsigned>(key_blocks)), C::NUM_THREADS, C::smem_bytes, stream>>>(p);
+    FA2_CUDA_CHECK_LAUNCH();
+  };
+  if (a.deterministic) {
+    key_tiles.template operator()<typename Cfg::Deterministic>();
+  } else {
+    key_tiles.template operator()<Cfg>();
+  }
 
   fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();

@@ -78,16 +78,6 @@ void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
-  const auto kernel = [] {
-    if constexpr (Cfg::PRODUCER) {
-      return hopper_bwd_ws_kernel<Cfg>;
-    } else {
-      return hopper_bwd_kernel<Cfg>;
-    }
-  }();
-  constexpr std::size_t smem = BwdLayout<Cfg>::smem_bytes;
-  static std::atomic<std::uint64_t> opted_in{0};
-  opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
   HopperBwdMaps maps{};
   if constexpr (Cfg::PRODUCER) {
     maps.q = tile_map(a.q, B, N_q, D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M);
@@ -98,8 +88,26 @@ void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   if constexpr (Cfg::DQ_TMA) {
     maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], 64);
   }
-  kernel<<<dim3(batch, static_cast<unsigned>(key_blocks)), Cfg::BLOCK_THREADS, smem, stream>>>(p, maps);
-  FA2_CUDA_CHECK_LAUNCH();
+  // The configuration as asked, or its twin compiled for deterministic dQ.
+  const auto key_tiles = [&]<class C>() {
+    const auto kernel = [] {
+      if constexpr (C::PRODUCER) {
+        return hopper_bwd_ws_kernel<C>;
+      } else {
+        return hopper_bwd_kernel<C>;
+      }
+    }();
+    constexpr std::size_t smem = BwdLayout<C>::smem_bytes;
+    static std::atomic<std::uint64_t> opted_in{0};
+    opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
+    kernel<<<dim3(batch, static_cast<unsigned>(key_blocks)), C::BLOCK_THREADS, smem, stream>>>(p, maps);
+    FA2_CUDA_CHECK_LAUNCH();
+  };
+  if (a.deterministic) {
+    key_tiles.template operator()<typename Cfg::Deterministic>();
+  } else {
+    key_tiles.template operator()<Cfg>();
+  }
 
   fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();

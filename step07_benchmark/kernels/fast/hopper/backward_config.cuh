@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "step07_benchmark/kernels/fast/dq_turns.cuh"  // deterministic_twin
 #include "step07_benchmark/kernels/fast/layouts.hpp"
 
 namespace fa2::fast {
@@ -18,6 +19,8 @@ struct HopperBwdOptions {
   bool dq_tma = false;    // dQ's share leaves through shared memory by TMA reduce-add, not atomics
   bool producer = false;  // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
                           // two stages on mbarriers: the computing warpgroups never meet to load
+  bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
+                               // every configuration is built both ways (Cfg::Deterministic)
 };
 
 template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
@@ -31,6 +34,8 @@ struct HopperBwdConfig {
   static constexpr int BLOCK_M = OPT.block_m;
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
+  static constexpr bool DETERMINISTIC = OPT.deterministic;
+  using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
   // then moves registers from the producer (which only issues loads) to the others.
   static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);

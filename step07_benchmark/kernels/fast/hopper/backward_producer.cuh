@@ -32,7 +32,7 @@ struct BwdBlock {
   index_t bh;
   int m_begin, m_end;
   __device__ __forceinline__ explicit BwdBlock(const FastBwdParams& p)
-      : k0(key_tile_of_block(p) * Cfg::BLOCK_N),
+      : k0(key_tile_of_block<Cfg::DETERMINISTIC>() * Cfg::BLOCK_N),
         bh(blockIdx.x),
         m_begin(Cfg::CAUSAL ? k0 / Cfg::BLOCK_M : 0),
         m_end((p.N_QUERIES + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M) {}

@@ -181,7 +181,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   }
   // Deterministic: the leader waits for the warpgroup's turn to add (dq_turns.cuh) before the
   // barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (p.deterministic && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
+  if (Cfg::DETERMINISTIC && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -207,12 +207,12 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
                           static_cast<int>(bh));
       }
       bulk_commit();
-      if (p.deterministic) bulk_wait();  // the reduce-adds have landed before the turn passes
+      if constexpr (Cfg::DETERMINISTIC) bulk_wait();  // the reduce-adds have landed before the turn passes
     }
   } else {
     add_query_share<Cfg>(p, bh, q0, dq, part, th);
   }
-  if (p.deterministic) {  // this warp's adds are done
+  if constexpr (Cfg::DETERMINISTIC) {  // this warp's adds are done
     __syncwarp();
     if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh, q0));
   }
