@@ -39,17 +39,16 @@ namespace fa2::fast {
 
 // What the backward's configurations vary (defaults: the tuned choice for head dim 64).
 struct FastBwdOptions {
-  int block_m = 64;          // queries per step of the loop over query tiles
-  bool kv_in_regs = true;    // the warp's K and V fragments loaded once into registers; false:
-                             // re-read from shared memory at every product (frees registers)
-  int warps = 8;             // key tiles of 16 * key_tiles * warps; 4 warps run two blocks per SM
-  int key_tiles = 1;         // 16-key tiles per warp: 2 uses every Q and dO fragment twice
-  bool deferred_dq = false;  // dS^T double-buffered: tile i's dQ share is computed during tile
-                             // i + 1, so one barrier per step instead of two
+  int block_m = 64;            // queries per step of the loop over query tiles
+  bool kv_in_regs = true;      // the warp's K and V fragments loaded once into registers; false:
+                               // re-read from shared memory at every product (frees registers)
+  int warps = 8;               // key tiles of 16 * key_tiles * warps; 4 warps run two blocks per SM
+  int key_tiles = 1;           // 16-key tiles per warp: 2 uses every Q and dO fragment twice
+  bool deferred_dq = false;    // dS^T double-buffered: tile i's dQ share is computed during tile
+                               // i + 1, so one barrier per step instead of two
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
 };
-
 
 template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
 struct FastBwdConfig {

@@ -15,10 +15,10 @@ namespace fa2::fast {
 
 // What v6b's rows vary (kernels/variants.def).
 struct HopperBwdOptions {
-  int block_m = 64;       // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
-  bool dq_tma = false;    // dQ's share leaves through shared memory by TMA reduce-add, not atomics
-  bool producer = false;  // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
-                          // two stages on mbarriers: the computing warpgroups never meet to load
+  int block_m = 64;            // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
+  bool dq_tma = false;         // dQ's share leaves through shared memory by TMA reduce-add, not atomics
+  bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
+                               // two stages on mbarriers: the computing warpgroups never meet to load
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
 };
