@@ -138,15 +138,6 @@ __device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
   return 4 * (2 * (last - key_tile) + order_in_block);
 }
 
-// Deterministic: whether warpgroup wg counts its adds at the end of its step. The others count
-// them during their next step; but split by keys the other warpgroup of the block waits for wg 1
-// within the step, and (without the producer) wg 1 cannot start its next step before the block's
-// barrier, which wg 0 would never reach.
-template <class Cfg>
-__device__ __forceinline__ bool counts_at_once(int wg) {
-  return Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys && wg == 1;
-}
-
 // Deterministic: counts this warp's adds to query tile q0 as done (each warp once, dq_turns.cuh).
 template <class Cfg>
 __device__ __forceinline__ void count_query_share(const FastBwdParams& p, index_t bh, int q0) {
@@ -180,7 +171,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   const bool leader = threadIdx.x % 128 == 0;  // the warpgroup's thread that waits and issues its reduce-adds
   int seen = -1;
   if constexpr (Cfg::DETERMINISTIC) {
-    if (q0 > first_q0 && !counts_at_once<Cfg>(wg)) count_query_share<Cfg>(p, bh, q0 - Cfg::BLOCK_M);
+    if (q0 > first_q0) count_query_share<Cfg>(p, bh, q0 - Cfg::BLOCK_M);
     if (leader) seen = read_count(query_tile_counter<Cfg>(p, bh, q0));
   }
   wgmma_wait<0>();
@@ -238,9 +229,6 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   } else {
     add_query_share<Cfg>(p, bh, q0, dq, part, th);
   }
-  if constexpr (Cfg::DETERMINISTIC) {
-    if (counts_at_once<Cfg>(wg)) count_query_share<Cfg>(p, bh, q0);
-  }
 }
 
 // After the block's last step (last_q0 its query tile; none when the block met none): dq_tma, the
@@ -251,9 +239,7 @@ __device__ __forceinline__ void finish_query_shares(const FastBwdParams& p, inde
     if (threadIdx.x % 128 == 0) bulk_wait();
   }
   if constexpr (Cfg::DETERMINISTIC) {
-    if (last_q0 >= 0 && !counts_at_once<Cfg>(static_cast<int>(threadIdx.x) / 128)) {
-      count_query_share<Cfg>(p, bh, last_q0);
-    }
+    if (last_q0 >= 0) count_query_share<Cfg>(p, bh, last_q0);
   }
 }
 
