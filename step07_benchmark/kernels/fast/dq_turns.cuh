@@ -38,19 +38,14 @@ __device__ __forceinline__ int last_key_tile(int m, int key_tiles, int block_m, 
   return last < key_tiles - 1 ? last : key_tiles - 1;
 }
 
-// The counter, read with acquire semantics at GPU scope: the adds it has counted are visible to
-// this thread's later reads.
-__device__ __forceinline__ int read_count(const std::int32_t* counter) {
+// Spins (one thread) until *counter >= count, with acquire semantics at GPU scope: once it
+// returns, the adds the counter has counted are visible. The caller's barrier then passes this on to the
+// threads that add.
+__device__ __forceinline__ void wait_for_turn(const std::int32_t* counter, int count) {
   int seen;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
-  return seen;
-}
-
-// Spins (one thread) until *counter >= count; `seen`, a value read earlier, may spare the first
-// read. Once it returns, the adds the counter has counted are visible; the caller's barrier then
-// passes this on to the threads that add.
-__device__ __forceinline__ void wait_for_turn(const std::int32_t* counter, int count, int seen = -1) {
-  while (seen < count) seen = read_count(counter);
+  do {
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(seen) : "l"(counter) : "memory");
+  } while (seen < count);
 }
 
 // Counts a warp's adds as done (lane 0, after __syncwarp, which orders the other lanes' adds

@@ -96,10 +96,10 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
     cp_async_commit();
     // The tiles' address from a register the compiler cannot see through: the descriptors made
     // from it are remade at every step instead of held across the loop.
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), stage, m * BM, blk.m_begin * BM, bh, dk, dv, th, [] {});
+    backward_step<Cfg>(p, maps.dq_accum, opaque(base), stage, m * BM, bh, dk, dv, th, [] {});
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
-  finish_query_shares<Cfg>(p, bh, blk.last_q0());
+  finish_query_shares<Cfg>();
   write_key_rows<Cfg>(p, bh, dk, dv, th);
 }
 
@@ -146,10 +146,10 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     const PipelineState<2> ring{m - blk.m_begin};
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, m * Cfg::BLOCK_M, blk.m_begin * Cfg::BLOCK_M, blk.bh, dk, dv,
-                       th, [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
+    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, m * Cfg::BLOCK_M, blk.bh, dk, dv, th,
+                       [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
   }
-  finish_query_shares<Cfg>(p, blk.bh, blk.last_q0());
+  finish_query_shares<Cfg>();
   write_key_rows<Cfg>(p, blk.bh, dk, dv, th);
 }
 

@@ -36,8 +36,6 @@ struct BwdBlock {
         bh(blockIdx.x),
         m_begin(Cfg::CAUSAL ? k0 / Cfg::BLOCK_M : 0),
         m_end((p.N_QUERIES + Cfg::BLOCK_M - 1) / Cfg::BLOCK_M) {}
-  // The first query of the last query tile the block meets; -1 when it meets none.
-  __device__ __forceinline__ int last_q0() const { return m_end > m_begin ? (m_end - 1) * Cfg::BLOCK_M : -1; }
   __device__ __forceinline__ BwdThread thread() const {
     const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, wg = tid / 128;
     return {wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};

@@ -138,22 +138,14 @@ __device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
   return 4 * (2 * (last - key_tile) + order_in_block);
 }
 
-// Deterministic: counts this warp's adds to query tile q0 as done (each warp once, dq_turns.cuh).
-template <class Cfg>
-__device__ __forceinline__ void count_query_share(const FastBwdParams& p, index_t bh, int q0) {
-  __syncwarp();
-  if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh, q0));
-}
-
 // One step of a computing warpgroup: query tile q0 (stage `stage` of Q_i, dO_i, L_i, D_i, which
 // must have landed) against the block's key tile, into dk and dv, and its part of dQ_i's share
 // into dQ_accum. after_reads() runs once the stage is no longer read (the warp-specialised
-// kernel hands it back to its producer there). `tiles` is the layout's shared address; first_q0
-// the block's first query tile.
+// kernel hands it back to its producer there). `tiles` is the layout's shared address.
 template <class Cfg, class AfterReads>
 __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
-                                              int stage, int q0, int first_q0, index_t bh, KeysByDims<Cfg>& dk,
-                                              KeysByDims<Cfg>& dv, const BwdThread& th, const AfterReads& after_reads) {
+                                              int stage, int q0, index_t bh, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
+                                              const BwdThread& th, const AfterReads& after_reads) {
   using L = BwdLayout<Cfg>;
   const int wg = th.wg;
   const std::uint32_t aK = tiles + L::k, aV = tiles + L::v;
@@ -164,16 +156,6 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   wgmma_fence();
   issue_keys_times_rows<Cfg>(s, aK, aQ, wg);    // S^T = K_w Q_i^T
   issue_keys_times_rows<Cfg>(dp, aV, adO, wg);  // dP^T = V_w dO_i^T
-  // Deterministic: the previous step's adds are counted here, where the fence that orders them
-  // waits while the tensor cores work, not at the end of that step, where it would hold the warp.
-  // The leader also reads this tile's counter now, so that its turn has usually come by the time
-  // it looks.
-  const bool leader = threadIdx.x % 128 == 0;  // the warpgroup's thread that waits and issues its reduce-adds
-  int seen = -1;
-  if constexpr (Cfg::DETERMINISTIC) {
-    if (q0 > first_q0) count_query_share<Cfg>(p, bh, q0 - Cfg::BLOCK_M);
-    if (leader) seen = read_count(query_tile_counter<Cfg>(p, bh, q0));
-  }
   wgmma_wait<0>();
   fence_accumulators(s);
   fence_accumulators(dp);
@@ -191,6 +173,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   fence_accumulators(dv);
   fence_accumulators(dk);
   after_reads();
+  const bool leader = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
   // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
   // leader's bulk groups complete in order; the barrier below passes that on).
   if constexpr (Cfg::DQ_TMA) {
@@ -198,7 +181,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   }
   // Deterministic: the leader waits for the warpgroup's turn to add (dq_turns.cuh) before the
   // barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (Cfg::DETERMINISTIC && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th), seen);
+  if (Cfg::DETERMINISTIC && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -229,17 +212,17 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   } else {
     add_query_share<Cfg>(p, bh, q0, dq, part, th);
   }
+  if constexpr (Cfg::DETERMINISTIC) {  // this warp's adds are done
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh, q0));
+  }
 }
 
-// After the block's last step (last_q0 its query tile; none when the block met none): dq_tma, the
-// warpgroup's reduce-adds are complete; deterministic, the last step's adds are counted.
+// dq_tma: the warpgroup's reduce-adds are complete before the block ends.
 template <class Cfg>
-__device__ __forceinline__ void finish_query_shares(const FastBwdParams& p, index_t bh, int last_q0) {
+__device__ __forceinline__ void finish_query_shares() {
   if constexpr (Cfg::DQ_TMA) {
     if (threadIdx.x % 128 == 0) bulk_wait();
-  }
-  if constexpr (Cfg::DETERMINISTIC) {
-    if (last_q0 >= 0) count_query_share<Cfg>(p, bh, last_q0);
   }
 }
 
