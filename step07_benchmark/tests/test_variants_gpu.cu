@@ -300,7 +300,8 @@ TEST_SUITE("gpu+variants") {
     INFO("seed ", rng.seed());
     for (const fa2::index_t D : {64, 128}) {
       for (bool causal : {false, true}) {
-        // 8 key tiles of 128 (v6b), 16 of 64, 63 of 16 (step05) add into every query tile.
+        // 8 key tiles of 128 (v6b) or 16 of 64 (v5) add into every query tile; step05's 63 key
+        // tiles of 16 run one launch each.
         const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{2, 1000, 1000, D}, rng);
         const auto fwd = fa2::testing::reference_outputs<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
         for (const auto& b : backwards) {
@@ -312,7 +313,7 @@ TEST_SUITE("gpu+variants") {
           };
           const auto first = run();
           for (int r = 1; r <= 5; ++r) {
-            // A few milliseconds of spinning on 20 to 120 SMs, queued just before the backward.
+            // 20 to 100 blocks spinning for a few milliseconds, queued just before the backward.
             keep_busy<<<20 * r, 128, 0, side>>>(2'000'000LL * r);
             FA2_CUDA_CHECK(cudaGetLastError());
             const auto again = run();
