@@ -4,6 +4,7 @@
 // where there is no GPU; FA2_REQUIRE_GPU=1 makes a missing GPU a failure.
 //   cmake --build --preset default --target step05_backward_gpu_tests && ctest --preset default -L backward
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "common/cuda/gpu.hpp"
@@ -21,6 +22,24 @@ template <class T>
 fa2::testing::FlashPasses<T> gpu_passes() {
   return fa2::testing::gpu_passes<T>(&fa2::flash_bwd_cuda);
 }
+
+bool same_bits(const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
+  return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
+}
+
+// Fresh inputs of 4 heads of 512 queries and keys (32 key tiles of 16 add into each row of
+// dQ_accum), their reference forward, and their backward on the GPU, as often as asked.
+struct RepeatedBackward {
+  fa2::testing::BwdInputs<float> in;
+  fa2::FlashOutputs<float> fwd;
+  explicit RepeatedBackward(fa2::Rng& rng)
+      : in(FlashShape{4, 512, 512, 64}, rng),
+        fwd(fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), false)) {}
+  fa2::FlashGradients<float> run(bool deterministic) const {
+    return fa2::flash_attention_backward_cuda<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
+                                                     fwd.L.cview(), in.dO.cview(), false, std::nullopt, deterministic);
+  }
+};
 
 }  // namespace
 
@@ -84,16 +103,8 @@ TEST_SUITE("gpu+backward") {
     // 32 key tiles add into each row of dQ_accum, in whatever order the programs reach it.
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
-    const fa2::testing::BwdInputs<float> in(FlashShape{4, 512, 512, 64}, rng);
-    const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
-    const auto run = [&] {
-      return fa2::flash_attention_backward_cuda<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
-                                                       fwd.L.cview(), in.dO.cview(), false);
-    };
-    const auto a = run(), b = run();
-    const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
-      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
-    };
+    const RepeatedBackward backward(rng);
+    const auto a = backward.run(false), b = backward.run(false);
     CHECK(same_bits(a.dK, b.dK));  // one program owns each row: a fixed order of additions
     CHECK(same_bits(a.dV, b.dV));
     // A float32 sum of 32 shares, reordered, moves by a few 2^-24 of the shares' size.
@@ -111,18 +122,10 @@ TEST_SUITE("gpu+backward") {
     }
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
-    const fa2::testing::BwdInputs<float> in(FlashShape{4, 512, 512, 64}, rng);
-    const auto fwd = fa2::testing::reference_outputs<float>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
-    const auto run = [&] {
-      return fa2::flash_attention_backward_cuda<float>(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(),
-                                                       fwd.L.cview(), in.dO.cview(), false, std::nullopt, true);
-    };
-    const auto a = run();
-    const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
-      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
-    };
+    const RepeatedBackward backward(rng);
+    const auto a = backward.run(true);
     for (int r = 2; r <= 4; ++r) {
-      const auto b = run();
+      const auto b = backward.run(true);
       CHECK_MESSAGE(same_bits(a.dQ, b.dQ), "dQ, run ", r);
       CHECK_MESSAGE(same_bits(a.dK, b.dK), "dK, run ", r);
       CHECK_MESSAGE(same_bits(a.dV, b.dV), "dV, run ", r);
