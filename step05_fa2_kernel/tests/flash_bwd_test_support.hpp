@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -22,6 +23,13 @@
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
 
 namespace fa2::testing {
+
+// Whether two tensors of one shape hold the same bits, element for element (their storage
+// compared byte for byte): the check of every "same bits on every run" test.
+template <class T>
+bool same_bits(const Tensor<T, 3>& x, const Tensor<T, 3>& y) {
+  return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(T)) == 0;
+}
 
 template <class T>
 using FlashBwdRunner = std::function<FlashGradients<T>(

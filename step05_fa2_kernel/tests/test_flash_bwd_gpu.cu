@@ -3,7 +3,6 @@
 // batch strides past 2^31 elements (flash_bwd_test_support_cuda.hpp). Skipped (with the reason)
 // where there is no GPU; FA2_REQUIRE_GPU=1 makes a missing GPU a failure.
 //   cmake --build --preset default --target step05_backward_gpu_tests && ctest --preset default -L backward
-#include <cstring>
 #include <optional>
 #include <type_traits>
 
@@ -21,10 +20,6 @@ namespace {
 template <class T>
 fa2::testing::FlashPasses<T> gpu_passes() {
   return fa2::testing::gpu_passes<T>(&fa2::flash_bwd_cuda);
-}
-
-bool same_bits(const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
-  return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
 }
 
 // Fresh inputs of 4 heads of 512 queries and keys (32 key tiles of 16 add into each row of
@@ -105,8 +100,8 @@ TEST_SUITE("gpu+backward") {
     INFO("seed ", rng.seed());
     const RepeatedBackward backward(rng);
     const auto a = backward.run(false), b = backward.run(false);
-    CHECK(same_bits(a.dK, b.dK));  // one program owns each row: a fixed order of additions
-    CHECK(same_bits(a.dV, b.dV));
+    CHECK(fa2::testing::same_bits(a.dK, b.dK));  // one program owns each row: a fixed order of additions
+    CHECK(fa2::testing::same_bits(a.dV, b.dV));
     // A float32 sum of 32 shares, reordered, moves by a few 2^-24 of the shares' size.
     const auto c = fa2::testing::compare_gradients<float>(a, fa2::testing::widened(b), "run 1 vs run 2",
                                                           fa2::testing::GradientTolerance{1e-5, 1e-5});
@@ -126,9 +121,9 @@ TEST_SUITE("gpu+backward") {
     const auto a = backward.run(true);
     for (int r = 2; r <= 4; ++r) {
       const auto b = backward.run(true);
-      CHECK_MESSAGE(same_bits(a.dQ, b.dQ), "dQ, run ", r);
-      CHECK_MESSAGE(same_bits(a.dK, b.dK), "dK, run ", r);
-      CHECK_MESSAGE(same_bits(a.dV, b.dV), "dV, run ", r);
+      CHECK_MESSAGE(fa2::testing::same_bits(a.dQ, b.dQ), "dQ, run ", r);
+      CHECK_MESSAGE(fa2::testing::same_bits(a.dK, b.dK), "dK, run ", r);
+      CHECK_MESSAGE(fa2::testing::same_bits(a.dV, b.dV), "dV, run ", r);
     }
   }
 

@@ -2,7 +2,6 @@
 // shared-memory race checks), against the float64 reference gradients. Runs in CI:
 //   cmake --build --preset default --target step05_backward_host_tests && ctest --preset default -L backward
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -198,12 +197,9 @@ TEST_SUITE("host+backward") {
                                                          deterministic);
       };
       const auto one_launch = run(false), per_key_tile = run(true);
-      const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
-        return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
-      };
-      CHECK(same_bits(one_launch.dQ, per_key_tile.dQ));
-      CHECK(same_bits(one_launch.dK, per_key_tile.dK));
-      CHECK(same_bits(one_launch.dV, per_key_tile.dV));
+      CHECK(fa2::testing::same_bits(one_launch.dQ, per_key_tile.dQ));
+      CHECK(fa2::testing::same_bits(one_launch.dK, per_key_tile.dK));
+      CHECK(fa2::testing::same_bits(one_launch.dV, per_key_tile.dV));
     }
   }
 
@@ -218,12 +214,9 @@ TEST_SUITE("host+backward") {
                                                        fwd.L.cview(), in.dO.cview(), true);
     };
     const auto a = run(), b = run();
-    const auto same_bits = [](const Tensor<float, 3>& x, const Tensor<float, 3>& y) {
-      return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(float)) == 0;
-    };
-    CHECK(same_bits(a.dQ, b.dQ));
-    CHECK(same_bits(a.dK, b.dK));
-    CHECK(same_bits(a.dV, b.dV));
+    CHECK(fa2::testing::same_bits(a.dQ, b.dQ));
+    CHECK(fa2::testing::same_bits(a.dK, b.dK));
+    CHECK(fa2::testing::same_bits(a.dV, b.dV));
   }
 }
 

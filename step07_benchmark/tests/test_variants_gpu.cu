@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -103,10 +102,6 @@ __global__ void keep_busy(long long cycles) {
   const long long mine = cycles * (1 + blockIdx.x % 5);
   while (clock64() - start < mine) {
   }
-}
-
-bool same_bits(const fa2::Tensor<fa2::bf16, 3>& x, const fa2::Tensor<fa2::bf16, 3>& y) {
-  return std::memcmp(x.storage().data(), y.storage().data(), x.storage().size() * sizeof(fa2::bf16)) == 0;
 }
 
 }  // namespace
@@ -317,9 +312,9 @@ TEST_SUITE("gpu+variants") {
             keep_busy<<<20 * r, 128, 0, side>>>(2'000'000LL * r);
             FA2_CUDA_CHECK(cudaGetLastError());
             const auto again = run();
-            CHECK_MESSAGE(same_bits(first.dQ, again.dQ), "dQ, run ", r + 1);
-            CHECK_MESSAGE(same_bits(first.dK, again.dK), "dK, run ", r + 1);
-            CHECK_MESSAGE(same_bits(first.dV, again.dV), "dV, run ", r + 1);
+            CHECK_MESSAGE(fa2::testing::same_bits(first.dQ, again.dQ), "dQ, run ", r + 1);
+            CHECK_MESSAGE(fa2::testing::same_bits(first.dK, again.dK), "dK, run ", r + 1);
+            CHECK_MESSAGE(fa2::testing::same_bits(first.dV, again.dV), "dV, run ", r + 1);
           }
         }
       }
@@ -340,8 +335,8 @@ TEST_SUITE("gpu+variants") {
                                                               false);
     };
     const auto a = run(), b = run();
-    CHECK(same_bits(a.dK, b.dK));  // one block owns each key row: a fixed order of additions
-    CHECK(same_bits(a.dV, b.dV));
+    CHECK(fa2::testing::same_bits(a.dK, b.dK));  // one block owns each key row: a fixed order of additions
+    CHECK(fa2::testing::same_bits(a.dV, b.dV));
     // dQ: 8 key tiles' float32 shares, added in any order, then rounded to bf16: at most one
     // bf16 step (2^-8 relative) apart.
     const auto c = fa2::testing::compare_gradients<fa2::bf16>(a, fa2::testing::widened(b), "run 1 vs run 2",

@@ -10,12 +10,12 @@
 // warps increments the counter once its own adds are done: no barrier of the block is needed to
 // hand the turn on.
 //
-// Why this order cannot deadlock, and why it costs little: the deterministic grid starts the
-// highest key tile first, so a writer only ever waits for blocks that started before it. And in
-// this order no key tile waits at the start: causal, key tile n meets query tile m at step
-// m - first(n), later than key tile n + 1 does, so turns follow the order in which the blocks
-// arrive anyway; without the mask, all the blocks of a head walk the query tiles in step and
-// each waits only for its predecessor's adds to land.
+// Why this order cannot deadlock, and why no block idles waiting for its first turn: the
+// deterministic grid starts the highest key tile first, so a writer only ever waits for blocks
+// that started before it. And in this order no key tile waits at the start: causal, key tile n
+// meets query tile m at step m - first(n), later than key tile n + 1 does, so turns follow the
+// order in which the blocks arrive anyway; without the mask, all the blocks of a head walk the
+// query tiles in step and each waits only for its predecessor's adds to land.
 #pragma once
 
 #include <cstdint>
@@ -39,8 +39,8 @@ __device__ __forceinline__ int last_key_tile(int m, int key_tiles, int block_m, 
 }
 
 // Spins (one thread) until *counter >= count, with acquire semantics at GPU scope: once it
-// returns, the adds the counter has counted are visible. The caller's barrier then passes this on to the
-// threads that add.
+// returns, the adds the counter has counted are visible. The caller's barrier then passes this on
+// to the threads that add.
 __device__ __forceinline__ void wait_for_turn(const std::int32_t* counter, int count) {
   int seen;
   do {

@@ -173,15 +173,15 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   fence_accumulators(dv);
   fence_accumulators(dk);
   after_reads();
-  const bool leader = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
+  const bool first_thread = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
   // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
-  // leader's bulk groups complete in order; the barrier below passes that on).
+  // first thread's bulk groups complete in order; the barrier below passes that on).
   if constexpr (Cfg::DQ_TMA) {
-    if (leader) bulk_wait_read<1>();
+    if (first_thread) bulk_wait_read<1>();
   }
-  // Deterministic: the leader waits for the warpgroup's turn to add (dq_turns.cuh) before the
-  // barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (Cfg::DETERMINISTIC && leader) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
+  // Deterministic: the warpgroup's first thread waits for its turn to add (dq_turns.cuh) before
+  // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
+  if (Cfg::DETERMINISTIC && first_thread) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -200,7 +200,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
     stage_query_share<Cfg>(staged, dq, th);
     fence_proxy_async();
     named_barrier_sync(static_cast<int>(BwdBarrier::wg_dq0) + wg, 128);
-    if (leader) {
+    if (first_thread) {
 #pragma unroll
       for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
         tma_reduce_add_3d(&dq_map, staged + box * 64 * 128, part.col0 + 32 * box, q0 + part.query0,
