@@ -79,8 +79,9 @@ void check_lengths(const char* op, const char* name, const at::Tensor& t) {
   }
 }
 
-// q (B, H, N_q, D) or (B, N_q, D); k and v (B, H, N_k, D) or (B, N_k, D); one dtype (float32 or
-// bfloat16), one device.
+// q (B, H, N_q, D) or (B, N_q, D); k and v (B, H_kv, N_k, D) or (B, N_k, D), H_kv dividing H
+// (grouped-query attention, as scaled_dot_product_attention's enable_gqa=True); one dtype
+// (float32 or bfloat16), one device.
 void check_qkv(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   TORCH_CHECK(q.dim() == 4 || q.dim() == 3, op, ": q must be 4-D (B, H, N, D) or 3-D (B, N, D), got ", q.dim(),
               "-D with shape ", q.sizes());
@@ -94,15 +95,17 @@ void check_qkv(const char* op, const at::Tensor& q, const at::Tensor& k, const a
     TORCH_CHECK(t->device() == q.device(), op, ": ", name, " is on ", t->device(), " but q is on ", q.device(),
                 "; q, k and v must be on one device");
   }
-  for (std::int64_t dim = 0; dim + 2 < q.dim(); ++dim) {  // B (and H)
-    TORCH_CHECK(k.size(dim) == q.size(dim), op, ": k.shape ", k.sizes(), " does not fit q.shape ", q.sizes(), ": dim ",
-                dim, " (", axis_name(q, dim), ") must match");
+  check_lengths(op, "q", q);
+  check_lengths(op, "k", k);
+  TORCH_CHECK(k.size(0) == q.size(0), op, ": k.shape ", k.sizes(), " does not fit q.shape ", q.sizes(), ": dim 0 (",
+              axis_name(q, 0), ") must match");
+  if (q.dim() == 4) {  // the query heads of a group read one kv head: query head h reads h / (H / H_kv)
+    TORCH_CHECK(k.size(1) >= 1 && q.size(1) % k.size(1) == 0, op, ": k.shape ", k.sizes(), " does not fit q.shape ",
+                q.sizes(), ": dim 1 (H) of k must divide q's (equal, or grouped-query attention)");
   }
   TORCH_CHECK(k.size(-1) == q.size(-1), op, ": k.shape ", k.sizes(), " does not fit q.shape ", q.sizes(),
               ": the head dim D must match");
   TORCH_CHECK(v.sizes().equals(k.sizes()), op, ": v.shape ", v.sizes(), " must equal k.shape ", k.sizes());
-  check_lengths(op, "q", q);
-  check_lengths(op, "k", k);
 }
 
 // dout and out of the backward: q's shape, dtype and device.
@@ -275,8 +278,8 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   c.d_rows = at::empty({batch, n_q}, q.options().dtype(at::kFloat));
   c.dq_accum = at::empty({batch, n_q, head_dim}, q.options().dtype(at::kFloat));  // zeroed by the kernel's phase 1
   const at::Tensor dq3 = c.dq.view({batch, n_q, head_dim});
-  const at::Tensor dk3 = c.dk.view({batch, c.k3.size(1), head_dim});
-  const at::Tensor dv3 = c.dv.view({batch, c.v3.size(1), head_dim});
+  const at::Tensor dk3 = c.dk.view({c.k3.size(0), c.k3.size(1), head_dim});  // B x H_kv batch elements
+  const at::Tensor dv3 = c.dv.view({c.v3.size(0), c.v3.size(1), head_dim});
 
   fa2::FlashBwdArgs& a = c.args;
   a.dtype = kernel_dtype(q);

@@ -51,6 +51,7 @@ FlashBwdParams<T> make_flash_bwd_params(const FlashBwdArgs& a) {
   p.stride_dvb = a.dv_strides[0], p.stride_dvk = a.dv_strides[1], p.stride_dvd = a.dv_strides[2];
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
+  p.kv_group = kv_group(forward_args(a));
   p.scale = softmax_scale(forward_args(a));
   return p;
 }

@@ -9,7 +9,8 @@
 namespace fa2 {
 
 // Q, K, V, O, dO, dQ, dK, dV and dQ_accum are (batch, seq, head_dim); L and D_rows (batch, N_q).
-// One struct for the three phases: each reads the members it needs.
+// K, V, dK and dV may have fewer batch elements than the rest (grouped-query attention): kv_group
+// query batch elements share each. One struct for the three phases: each reads what it needs.
 template <class T>
 struct FlashBwdParams {
   const T* Q;
@@ -35,6 +36,7 @@ struct FlashBwdParams {
   index_t stride_dkb, stride_dkk, stride_dkd;
   index_t stride_dvb, stride_dvk, stride_dvd;
   index_t N_QUERIES, N_KEYS;
+  index_t kv_group;  // query batch elements per K and V batch element: 1, or the group of GQA
   float scale;
 };
 

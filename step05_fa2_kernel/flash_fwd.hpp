@@ -7,7 +7,9 @@
 //   auto [O, L] = flash_attention_host<float>(Q, K, V, causal);   // host tensors in, new O and L out
 //
 // Q, K, V, O are (batch, seq, head_dim) with the head dim contiguous; L is (batch, N_q) float32.
-// For multi-head attention flatten (B, H, N, D) to (B*H, N, D). The causal mask is top-left
+// For multi-head attention flatten (B, H, N, D) to (B*H, N, D). K and V may have fewer batch
+// elements than Q, B_kv dividing B (grouped-query attention: flatten (B, H_kv, N, D) the same
+// way, and query head h of H reads kv head h / (H / H_kv)). The causal mask is top-left
 // aligned (query q sees key k when k <= q), also when N_q != N_k. Every argument is checked
 // before anything runs; a bad one throws std::invalid_argument naming it.
 #pragma once
@@ -74,6 +76,12 @@ void check_tensor_layout(const std::string& name, const void* data, const Extent
 
 // The softmax scale the kernel will use.
 float softmax_scale(const FlashFwdArgs& args);
+
+// Grouped-query attention: how many consecutive query batch elements share one of K and V
+// (1 when K has Q's batch). Query batch element b reads K and V batch element b / kv_group.
+inline index_t kv_group(const FlashFwdArgs& args) {
+  return args.q_shape[0] / args.k_shape[0];
+}
 
 // Runs the kernel body on the host, one program after another. Pointers are host memory.
 void flash_fwd_host(const FlashFwdArgs& args);

@@ -54,6 +54,7 @@ FlashFwdParams<T> make_flash_params(const FlashFwdArgs& a) {
   p.stride_lb = a.l_strides[0], p.stride_lq = a.l_strides[1];
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
+  p.kv_group = kv_group(a);
   p.scale = softmax_scale(a);
   return p;
 }

@@ -10,7 +10,9 @@
 namespace fa2 {
 
 // What the Triton launch passes: pointers, element strides, lengths and the softmax scale.
-// Q, K, V, O are (batch, seq, head_dim); L is (batch, seq) in float32.
+// Q, K, V, O are (batch, seq, head_dim); L is (batch, seq) in float32. K and V may have fewer
+// batch elements than Q (grouped-query attention): query batch element b reads K and V at
+// b / kv_group.
 template <class T>
 struct FlashFwdParams {
   const T* Q;
@@ -24,6 +26,7 @@ struct FlashFwdParams {
   index_t stride_ob, stride_oq, stride_od;
   index_t stride_lb, stride_lq;
   index_t N_QUERIES, N_KEYS;
+  index_t kv_group;  // query batch elements per K and V batch element: 1, or the group of GQA
   float scale;
 };
 

@@ -43,8 +43,11 @@ void validate(const FlashFwdArgs& a) {
   const index_t B = a.q_shape[0], N_q = a.q_shape[1], D = a.q_shape[2], N_k = a.k_shape[1];
   require_arg(D == 16 || D == 32 || D == 64 || D == 128, "head_dim", got_allowed(D, "16, 32, 64 or 128"));
   require_arg(B <= kMaxBatch, "batch", got_allowed(B, "at most 65535 (the launch grid's y dimension)"));
-  require_arg(a.k_shape[0] == B && a.k_shape[2] == D, "K.shape",
-              "got " + to_string<3>(a.k_shape) + ", its batch and head dim must match Q " + to_string<3>(a.q_shape));
+  // Grouped-query attention: K and V may hold fewer batch elements (heads) than Q, one for
+  // every B / B_kv consecutive query batch elements.
+  require_arg(a.k_shape[2] == D && B % a.k_shape[0] == 0, "K.shape",
+              "got " + to_string<3>(a.k_shape) + ", its head dim must match Q " + to_string<3>(a.q_shape) +
+                  " and its batch divide Q's (" + std::to_string(B) + ": equal, or grouped-query attention)");
   require_arg(a.v_shape == a.k_shape, "V.shape",
               "got " + to_string<3>(a.v_shape) + ", must equal K.shape " + to_string<3>(a.k_shape));
   require_arg(a.o_shape == a.q_shape, "O.shape",

@@ -138,9 +138,12 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale),
     and is differentiable with respect to q, k and v.
 
-    Shapes: q is (B, H, N_q, D) or (B, N_q, D); k and v are (B, H, N_k, D) or (B, N_k, D), with
-    the same B (and H) and D as q. N_q and N_k may differ; D is 16, 32, 64 or 128; B * H is at most
-    65535; every length is at least 1. Returns out, shaped and typed like q.
+    Shapes: q is (B, H, N_q, D) or (B, N_q, D); k and v are (B, H_kv, N_k, D) or (B, N_k, D), with
+    q's B and D. H_kv divides H: equal for multi-head attention, fewer for grouped-query attention
+    (1 for multi-query), where query head h reads kv head h // (H / H_kv), as
+    scaled_dot_product_attention(..., enable_gqa=True) does; dk and dv then sum over the query heads
+    of each group. N_q and N_k may differ; D is 16, 32, 64 or 128; B * H is at most 65535; every
+    length is at least 1. Returns out, shaped and typed like q.
 
     Dtypes: float32 or bfloat16, the same for q, k and v (float32 products run as TF32 on the
     tensor cores, as Triton's tl.dot does). Accumulation is float32 in both cases.

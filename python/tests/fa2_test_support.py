@@ -88,6 +88,11 @@ def reference_attention(q, k, v, is_causal, scale=None, dtype=None):
     scores. Differentiable, so it also gives the reference gradients."""
     dtype = torch.float64 if dtype is None else dtype
     q, k, v = (t.to(dtype) for t in (q, k, v))
+    if q.dim() == 4 and k.shape[1] != q.shape[1]:
+        # Grouped-query attention: query head h reads kv head h // (H / H_kv). Repeated, so that
+        # the gradients of k and v sum over the query heads of each group.
+        group = q.shape[1] // k.shape[1]
+        k, v = (t.repeat_interleave(group, dim=1) for t in (k, v))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q @ k.transpose(-1, -2)) * scale
     if is_causal:

@@ -62,7 +62,7 @@ def test_k_of_another_rank_than_q_is_refused():
     "k_shape,message",
     [
         ((2, 2, 17, 16), "dim 0 (B) must match"),
-        ((1, 3, 17, 16), "dim 1 (H) must match"),
+        ((1, 3, 17, 16), "dim 1 (H) of k must divide q's (equal, or grouped-query attention)"),
         ((1, 2, 17, 32), "the head dim D must match"),
     ],
     ids=["B", "H", "D"],

@@ -48,7 +48,7 @@ struct FlashPasses {
 template <class T>
 FlashOutputs<T> reference_outputs(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                   bool causal, std::optional<double> scale = std::nullopt) {
-  const auto ref = reference_attention<T>(Q, K, V, causal, scale);
+  const auto ref = reference_attention_gqa<T>(Q, K, V, causal, scale);
   FlashOutputs<T> out{Tensor<T, 3>(ref.O.shape()), Tensor<float, 2>(ref.L.shape())};
   copy_convert<T, double, 3>(ref.O.cview(), out.O.view());
   copy_convert<float, double, 2>(ref.L.cview(), out.L.view());
@@ -139,15 +139,36 @@ AttentionGradients widened(const FlashGradients<T>& g) {
           converted<double, T, 3>(g.dV.cview())};
 }
 
-// Q, K, V, dO drawn from N(0, 1); Q and K multiplied by qk_scale, which multiplies the scores by
-// its square (qk_scale = 5 with 1/sqrt(D) scaling gives scores of about +-25).
+// The float64 reference gradients; with fewer batch elements in K and V than in Q (grouped-query
+// attention), those of K and V repeated over the group (repeat_kv), then dK and dV summed over
+// the copies of each element: every query head of a group adds to its kv head's gradients.
+template <class T>
+AttentionGradients reference_gradients_gqa(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                           TensorView<const T, 3> dO, bool causal,
+                                           std::optional<double> scale = std::nullopt) {
+  const index_t group = Q.shape()[0] / K.shape()[0];
+  if (group == 1) return reference_attention_backward<T>(Q, K, V, dO, causal, scale);
+  const auto K_all = repeat_kv<T>(K, group), V_all = repeat_kv<T>(V, group);
+  auto all = reference_attention_backward<T>(Q, K_all.cview(), V_all.cview(), dO, causal, scale);
+  const auto summed = [&](const Tensor<double, 3>& g) {
+    Tensor<double, 3> out(K.shape(), 0.0);
+    const auto o = out.view();
+    const auto in = g.cview();
+    for_each_index<3>(in.shape(), [&](const Extents<3>& i) { o.at({i[0] / group, i[1], i[2]}) += in.at(i); });
+    return out;
+  };
+  return {std::move(all.dQ), summed(all.dK), summed(all.dV)};
+}
+
+// Q, K, V, dO drawn from N(0, 1) (K and V with B / group batch elements); Q and K multiplied by qk_scale, which
+// multiplies the scores by its square (qk_scale = 5 with 1/sqrt(D) scaling gives scores of about +-25).
 template <class T>
 struct BwdInputs {
   Tensor<T, 3> Q, K, V, dO;
   BwdInputs(const FlashShape& s, Rng& rng, double qk_scale = 1.0)
       : Q(random_normal<T, 3>({s.B, s.N_q, s.D}, rng, 0.0, qk_scale)),
-        K(random_normal<T, 3>({s.B, s.N_k, s.D}, rng, 0.0, qk_scale)),
-        V(random_normal<T, 3>({s.B, s.N_k, s.D}, rng)),
+        K(random_normal<T, 3>({s.B_kv(), s.N_k, s.D}, rng, 0.0, qk_scale)),
+        V(random_normal<T, 3>({s.B_kv(), s.N_k, s.D}, rng)),
         dO(random_normal<T, 3>({s.B, s.N_q, s.D}, rng)) {}
 };
 
@@ -159,8 +180,7 @@ BwdCheck check_backward(const FlashPasses<T>& passes, const BwdInputs<T>& in, bo
   const auto grads =
       passes.backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal);
   return compare_gradients<T>(
-      grads, reference_attention_backward<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal), where,
-      tol);
+      grads, reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal), where, tol);
 }
 
 // Runs the passes on fresh inputs of `shape` and compares (the seed is in every message).

@@ -19,13 +19,38 @@ TYPE_TO_STRING(fa2::bf16);
 
 namespace fa2::testing {
 
+// B is Q's batch; K and V have B / group batch elements (grouped-query attention when group > 1).
 struct FlashShape {
   index_t B, N_q, N_k, D;
+  index_t group = 1;
   std::string name() const {
     return "(" + std::to_string(B) + " " + std::to_string(N_q) + " " + std::to_string(N_k) + " " + std::to_string(D) +
-           ")";
+           ")" + (group > 1 ? " group " + std::to_string(group) : "");
   }
+  index_t B_kv() const { return B / group; }
 };
+
+// Grouped-query attention, written out for the references: K or V with each batch element
+// repeated `group` times in a row, so that batch element b of Q meets element b / group of the
+// original (what PyTorch's scaled_dot_product_attention does with enable_gqa=True).
+template <class T>
+Tensor<T, 3> repeat_kv(TensorView<const T, 3> t, index_t group) {
+  Tensor<T, 3> out(Extents<3>{t.shape()[0] * group, t.shape()[1], t.shape()[2]});
+  const auto o = out.view();
+  for_each_index<3>(o.shape(), [&](const Extents<3>& i) { o.at(i) = t.at({i[0] / group, i[1], i[2]}); });
+  return out;
+}
+
+// The float64 reference forward, K and V repeated over the group when they have fewer batch
+// elements than Q.
+template <class T>
+AttentionReference reference_attention_gqa(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                                           bool causal, std::optional<double> scale = std::nullopt) {
+  const index_t group = Q.shape()[0] / K.shape()[0];
+  if (group == 1) return reference_attention<T>(Q, K, V, causal, scale);
+  const auto K_all = repeat_kv<T>(K, group), V_all = repeat_kv<T>(V, group);
+  return reference_attention<T>(Q, K_all.cview(), V_all.cview(), causal, scale);
+}
 
 // The shapes of the article's test file: the assignment's shape, a long one, ragged last
 // tiles on both axes, ragged and non-square, and a head dim of 128.
@@ -75,10 +100,10 @@ FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, b
                            Tolerance tol = flash_tolerance<T>()) {
   Rng rng(fresh_seed());
   const auto Q = random_normal<T, 3>({shape.B, shape.N_q, shape.D}, rng);
-  const auto K = random_normal<T, 3>({shape.B, shape.N_k, shape.D}, rng);
-  const auto V = random_normal<T, 3>({shape.B, shape.N_k, shape.D}, rng);
+  const auto K = random_normal<T, 3>({shape.B_kv(), shape.N_k, shape.D}, rng);
+  const auto V = random_normal<T, 3>({shape.B_kv(), shape.N_k, shape.D}, rng);
   const auto out = run(Q.cview(), K.cview(), V.cview(), causal);
-  const auto ref = reference_attention<T>(Q.cview(), K.cview(), V.cview(), causal);
+  const auto ref = reference_attention_gqa<T>(Q.cview(), K.cview(), V.cview(), causal);
   FlashCheck c{compare_close(out.O.cview(), ref.O.cview(), tol, "O"),
                compare_close(out.L.cview(), ref.L.cview(), tol, "L")};
   const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +

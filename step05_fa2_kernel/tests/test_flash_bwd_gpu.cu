@@ -57,6 +57,22 @@ TEST_SUITE("gpu+backward") {
     }
   }
 
+  TEST_CASE_TEMPLATE(
+      "GPU backward: grouped-query attention sums dK and dV over each group (1, 2, 4, 8), also deterministic", T, float,
+      fa2::bf16) {
+    FA2_SKIP_WITHOUT_GPU();
+    for (index_t group : {1, 2, 4, 8}) {
+      for (const FlashShape shape : {FlashShape{16, 100, 130, 64, group}, {8, 37, 21, 128, group}}) {
+        for (bool causal : {false, true}) {
+          for (bool deterministic : {false, true}) {
+            fa2::testing::require_close(fa2::testing::run_backward_and_compare<T>(
+                fa2::testing::gpu_passes<T>(&fa2::flash_bwd_cuda, deterministic), shape, causal));
+          }
+        }
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("GPU backward: scores of about +-25 keep the gradients finite and close to the reference", T,
                      float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();

@@ -65,6 +65,18 @@ TEST_SUITE("host+backward") {
     }
   }
 
+  TEST_CASE_TEMPLATE("backward: grouped-query attention sums dK and dV over the query heads of each group (1, 2, 4, 8)",
+                     T, float, fa2::bf16) {
+    for (index_t group : {1, 2, 4, 8}) {
+      for (const FlashShape shape : {FlashShape{8, 37, 53, 32, group}, {16, 40, 21, 64, group}}) {
+        for (bool causal : {false, true}) {
+          fa2::testing::require_close(
+              fa2::testing::run_backward_and_compare<T>(fa2::testing::host_passes<T>(), shape, causal));
+        }
+      }
+    }
+  }
+
   TEST_CASE("backward: keys that no query sees (causal, N_q < N_k) get dK = dV = 0 exactly, not NaN") {
     // Queries 0..9 see keys 0..9 only: keys 10..49 (part of key tile 0, all of tiles 1 to 3)
     // meet no query, and key tiles 1 to 3 visit no query tile at all.
@@ -185,7 +197,7 @@ TEST_SUITE("host+backward") {
   TEST_CASE("backward: deterministic, the key tiles run one launch each and give the bits of one launch") {
     // On the host the programs run one after another either way: the same additions in the same
     // order, so the same bits, whichever launch ran them (Grid::first_x picks each key tile).
-    const FlashShape shape{2, 70, 45, 32};
+    const FlashShape shape{4, 70, 45, 32, 2};  // grouped-query: each key tile program walks two heads
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
     const fa2::testing::BwdInputs<float> in(shape, rng);

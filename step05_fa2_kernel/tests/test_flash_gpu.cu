@@ -19,6 +19,22 @@ TEST_SUITE("gpu") {
     fa2::testing::check_article_matrix<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda));
   }
 
+  TEST_CASE_TEMPLATE("GPU: grouped-query attention, groups of 1, 2, 4 and 8 query heads per kv head", T, float,
+                     fa2::bf16) {
+    FA2_SKIP_WITHOUT_GPU();
+    for (index_t group : {1, 2, 4, 8}) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{16, 100, 130, 64, group}, {8, 37, 21, 128, group}}) {
+        for (bool causal : {false, true}) {
+          const auto c =
+              fa2::testing::run_and_compare<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda), shape, causal);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("GPU: causal attention with N_q != N_k and every head dim", T, float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (index_t D : {16, 32, 64, 128}) {

@@ -23,6 +23,23 @@ TEST_SUITE("host") {
     }
   }
 
+  TEST_CASE_TEMPLATE(
+      "grouped-query attention: groups of 1, 2, 4 and 8 query heads share K and V, and one kv head serves all", T,
+      float, fa2::bf16) {
+    // Q's batch holds 2 batch elements x 8 heads; K and V hold 2 x 8 / group (2 x 1 for group 8).
+    for (index_t group : {1, 2, 4, 8}) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{16, 37, 53, 32, group}, {16, 40, 21, 64, group}}) {
+        for (bool causal : {false, true}) {
+          const auto c =
+              fa2::testing::run_and_compare<T>(fa2::testing::host_runner<T>(&fa2::flash_fwd_host), shape, causal);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+
   TEST_CASE("every head dim and lengths below one tile work") {
     for (index_t D : {16, 32, 64, 128}) {
       for (const fa2::testing::FlashShape shape :
@@ -111,7 +128,10 @@ TEST_SUITE("validation") {
   TEST_CASE("mismatched shapes between Q K V O and L are rejected") {
     Fixture f;
     auto a = f.args();
-    a.k_shape = {3, 30, 64};
+    a.k_shape = {3, 30, 64};  // 3 does not divide Q's batch of 2
+    check_rejects(a, "K.shape");
+    a = f.args();
+    a.k_shape = {2, 30, 32};
     check_rejects(a, "K.shape");
     a = f.args();
     a.v_shape = {2, 31, 64};

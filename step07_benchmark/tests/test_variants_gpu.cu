@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cuda/cuda_check.hpp"
@@ -116,6 +117,20 @@ TEST_SUITE("gpu+variants") {
         continue;
       INFO(v.name());
       fa2::testing::check_article_matrix<T>(gpu_runner<T>(v.cuda), v.head_dims);
+    }
+  }
+
+  TEST_CASE("GPU: every variant takes grouped-query K and V: groups of 1, 2, 4 and 8 query heads per kv head") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto& v : kernel_variants()) {
+      if (v.family == "ours" || !runs_here(v) || v.cuda == nullptr) continue;  // step05's: its own GPU tests
+      INFO(v.name());
+      for (const int D : {32, 64, 128}) {
+        if (!fa2::testing::takes_head_dim(v.head_dims, D)) continue;
+        for (const fa2::index_t group : {1, 2, 4, 8}) {
+          check_extra_shape(gpu_runner<fa2::bf16>(v.cuda), {16, 300, 257, D, group});
+        }
+      }
     }
   }
 
@@ -233,6 +248,21 @@ TEST_SUITE("gpu+variants") {
     }
   }
 
+  TEST_CASE("GPU: every fast backward sums dK and dV over each group of query heads (1, 2, 4, 8), also deterministic") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        for (const fa2::index_t group : {1, 2, 4, 8}) {
+          for (bool deterministic : {false, true}) {
+            check_backward_shape(v->cuda_backward, {16, 300, 257, D, group}, 1.0,
+                                 fa2::testing::gradient_tolerance<fa2::bf16>(), deterministic);
+          }
+        }
+      }
+    }
+  }
+
   TEST_CASE("GPU: every fast backward keeps scores of about +-25 finite and close to the reference") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto* v : fast_backwards()) {
@@ -293,14 +323,14 @@ TEST_SUITE("gpu+variants") {
     FA2_CUDA_CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
-    for (const fa2::index_t D : {64, 128}) {
+    for (const auto& [D, group] : {std::pair<fa2::index_t, fa2::index_t>{64, 1}, {128, 1}, {64, 4}, {128, 4}}) {
       for (bool causal : {false, true}) {
         // 8 key tiles of 128 (v6b) or 16 of 64 (v5) add into every query tile; step05's 63 key
-        // tiles of 16 run one launch each.
-        const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{2, 1000, 1000, D}, rng);
+        // tiles of 16 run one launch each. With groups of 4, each key tile adds into 4 query heads.
+        const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{4, 1000, 1000, D, group}, rng);
         const auto fwd = fa2::testing::reference_outputs<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
         for (const auto& b : backwards) {
-          INFO(b.name, " D ", D, " causal ", causal);
+          INFO(b.name, " D ", D, " group ", group, " causal ", causal);
           const auto run = [&] {
             return fa2::run_backward_with_device_tensors<fa2::bf16>(b.launch, in.Q.cview(), in.K.cview(), in.V.cview(),
                                                                     fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal,
@@ -356,6 +386,8 @@ TEST_SUITE("gpu+sanitizer") {
         for (bool deterministic : {false, true}) {
           check_backward_shape(v->cuda_backward, {2, 70, 130, D}, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
                                deterministic);
+          check_backward_shape(v->cuda_backward, {4, 70, 130, D, 2}, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
+                               deterministic);
         }
       }
     }
@@ -371,8 +403,12 @@ TEST_SUITE("gpu+sanitizer") {
     for (const auto& v : kernel_variants()) {
       if ((v.family != "fast" && v.family != "hopper") || !runs_here(v) || v.cuda == nullptr) continue;
       INFO(v.name());
-      for (const fa2::testing::FlashShape shape :
-           {fa2::testing::FlashShape{1, 130, 70, 64}, {1, 65, 129, 128}, {2, 33, 33, 32}, {140, 65, 70, 64}}) {
+      for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64},
+                                                   {1, 65, 129, 128},
+                                                   {2, 33, 33, 32},
+                                                   {140, 65, 70, 64},
+                                                   {8, 65, 70, 64, 4},
+                                                   {4, 65, 129, 128, 2}}) {
         if (!fa2::testing::takes_head_dim(v.head_dims, shape.D)) continue;
         for (bool causal : {false, true}) {
           const auto c = fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda), shape, causal);

@@ -154,7 +154,8 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int q0 = q_tile * BM;
   const WarpPlace w{static_cast<int>(threadIdx.x) % 32, warp * 16 * Cfg::WARP_M, q0 + warp * 16 * Cfg::WARP_M};
-  const KeyStream<Cfg> ks{p, p.K + bh * p.stride_kb, p.V + bh * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1};
+  const index_t kv = bh / p.kv_group;  // grouped-query attention: the head's K and V
+  const KeyStream<Cfg> ks{p, p.K + kv * p.stride_kb, p.V + kv * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1};
 
   // Causal: keys after the block's last real query are invisible to all of it.
   const int n_tiles = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);

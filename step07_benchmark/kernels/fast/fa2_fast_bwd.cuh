@@ -123,6 +123,7 @@ struct FastBwdParams {
   index_t stride_dkb, stride_dkk;
   index_t stride_dvb, stride_dvk;
   int N_QUERIES, N_KEYS;
+  int kv_group;      // grouped-query attention: query batch elements per K and V batch element
   float scale;       // dK and dQ are multiplied by it once, at the end
   float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
   // Deterministic dQ (dq_turns.cuh): the kernels built for it take turns on one counter per
@@ -139,6 +140,36 @@ template <bool DETERMINISTIC>
 __device__ __forceinline__ int key_tile_of_block() {
   return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
 }
+
+// The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch
+// element blockIdx.x of K and V) serve kv_group query batch elements, the heads of one group, and
+// dK_j and dV_j sum over all of them: the block walks its query tiles m_begin .. m_end - 1 of each
+// in turn, so that step t is query tile m_begin + t % tiles of query batch element
+// blockIdx.x * kv_group + t / tiles. Without groups kv_group is 1 and step t is query tile
+// m_begin + t. (Causal, top-left: query q sees keys 0..q, so the tile's first key k0 is first
+// seen by query k0, in query tile k0 / BLOCK_M.)
+// The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
+// parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
+// they and the divisor's reciprocal would take registers the kernels at the edge do not have.
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC>
+struct QueryWalk {
+  __device__ __forceinline__ static int fresh(int x) {
+    asm volatile("" : "+r"(x));
+    return x;
+  }
+  __device__ __forceinline__ static int m_begin() {
+    return CAUSAL ? fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N / BLOCK_M : 0;
+  }
+  __device__ __forceinline__ static int tiles(const FastBwdParams& p) {
+    const int m_end = (fresh(p.N_QUERIES) + BLOCK_M - 1) / BLOCK_M, first = m_begin();
+    return m_end > first ? m_end - first : 0;
+  }
+  __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.kv_group * tiles(p); }
+  __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
+    return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.kv_group)) + t / tiles(p);
+  }
+  __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin() + t % tiles(p); }
+};
 
 inline constexpr float kLog2e = 1.4426950408889634f;
 
@@ -424,23 +455,20 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // Deterministic, the order is reversed (dq_turns.cuh says why).
   const int key_tile = key_tile_of_block<Cfg::DETERMINISTIC>();
   const int k0 = key_tile * BN;
-  const index_t bh = blockIdx.x;
+  const index_t kv = blockIdx.x;  // the batch element of K and V
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const KeyWarp w{static_cast<int>(threadIdx.x) % 32, warp * Cfg::WARP_KEYS, k0 + warp * Cfg::WARP_KEYS};
-  const __nv_bfloat16* Qb = p.Q + bh * p.stride_qb;
-  const __nv_bfloat16* dOb = p.dO + bh * p.stride_dob;
-  const float* Lb = p.L + bh * p.stride_lb;
-  const float* Db = p.D_rows + bh * p.stride_Db;
 
-  // Causal (top-left): query q sees keys 0..q, so this tile's first key k0 is first seen by
-  // query k0, in query tile k0 / BLOCK_M.
-  const int m_begin = Cfg::CAUSAL ? k0 / BM : 0;
-  const int m_end = (p.N_QUERIES + BM - 1) / BM;
+  // The query tiles it meets, of every query batch element of its group (one, without grouped-
+  // query attention).
+  using Walk = QueryWalk<BM, BN, Cfg::CAUSAL, Cfg::DETERMINISTIC>;
 
-  // dQ_i's share of query tile m (dS^T in sdS_m) into dQ_accum; deterministic, in this key tile's
-  // turn (dq_turns.cuh): thread 0 waits for it, the block's barrier passes it on, and each warp
-  // increments the counter once it has added (the key tiles after this one: NUM_WARPS each).
-  const auto add_query_share = [&](int m, const __nv_bfloat16* sdS_m) {
+  // dQ_i's share of step t's query tile (dS^T in sdS_t) into dQ_accum; deterministic, in this key
+  // tile's turn (dq_turns.cuh): thread 0 waits for it, the block's barrier passes it on, and each
+  // warp increments the counter once it has added (the key tiles after this one: NUM_WARPS each).
+  const auto add_query_share = [&](int t, const __nv_bfloat16* sdS_t) {
+    const index_t bh = Walk::bh(p, t);
+    const int m = Walk::m(p, t);
     std::int32_t* const counter = p.dq_semaphores + bh * p.stride_semb + m;
     if constexpr (Cfg::DETERMINISTIC) {
       if (threadIdx.x == 0) {
@@ -449,24 +477,26 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
       }
       __syncthreads();
     }
-    accumulate_query_gradients<Cfg>(p, bh, m * BM, sdS_m, sK, warp, w.lane);
+    accumulate_query_gradients<Cfg>(p, bh, m * BM, sdS_t, sK, warp, w.lane);
     if constexpr (Cfg::DETERMINISTIC) {
       __syncwarp();
       if (w.lane == 0) pass_turn(counter);
     }
   };
 
-  // Q_i, dO_i, L_i and D_i into stage `stage`, in the background; rows past N_QUERIES zero-filled.
-  const auto load_query_tile = [&](int m, int stage) {
-    const int q0 = m * BM;
-    load_tile_async<Cfg, BM>(sQ + stage * BM * D, Qb, p.stride_qq, q0, p.N_QUERIES);
-    load_tile_async<Cfg, BM>(sdO + stage * BM * D, dOb, p.stride_doq, q0, p.N_QUERIES);
+  // Step t's Q_i, dO_i, L_i and D_i into stage `stage`, in the background; rows past N_QUERIES
+  // zero-filled.
+  const auto load_query_tile = [&](int t, int stage) {
+    const index_t bh = Walk::bh(p, t);
+    const int q0 = Walk::m(p, t) * BM;
+    load_tile_async<Cfg, BM>(sQ + stage * BM * D, p.Q + bh * p.stride_qb, p.stride_qq, q0, p.N_QUERIES);
+    load_tile_async<Cfg, BM>(sdO + stage * BM * D, p.dO + bh * p.stride_dob, p.stride_doq, q0, p.N_QUERIES);
     const int r = static_cast<int>(threadIdx.x);
     if (r < BM) {
       const bool valid = q0 + r < p.N_QUERIES;
       const index_t q = valid ? q0 + r : 0;
-      cp_async_4(smem_address(sL + stage * BM + r), Lb + q * p.stride_lq, valid);
-      cp_async_4(smem_address(sD + stage * BM + r), Db + q * p.stride_Dq, valid);
+      cp_async_4(smem_address(sL + stage * BM + r), p.L + bh * p.stride_lb + q * p.stride_lq, valid);
+      cp_async_4(smem_address(sD + stage * BM + r), p.D_rows + bh * p.stride_Db + q * p.stride_Dq, valid);
     }
   };
 
@@ -480,26 +510,26 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
     }
   KeyFrags<Cfg> kf, vf;
 
-  if (m_begin < m_end) {
-    load_tile_async<Cfg, BN>(sK, p.K + bh * p.stride_kb, p.stride_kk, k0, p.N_KEYS);
-    load_tile_async<Cfg, BN>(sV, p.V + bh * p.stride_vb, p.stride_vk, k0, p.N_KEYS);
-    load_query_tile(m_begin, 0);
+  if (Walk::steps(p) > 0) {
+    load_tile_async<Cfg, BN>(sK, p.K + kv * p.stride_kb, p.stride_kk, k0, p.N_KEYS);
+    load_tile_async<Cfg, BN>(sV, p.V + kv * p.stride_vb, p.stride_vk, k0, p.N_KEYS);
+    load_query_tile(0, 0);
     cp_async_commit();
   }
-  for (int m = m_begin; m < m_end; ++m) {
-    const int stage = (m - m_begin) & 1;
-    // Query tile m has landed, and every warp is done with tile m - 1: its stage and sdS are free.
+  for (int t = 0; t < Walk::steps(p); ++t) {
+    const int stage = t & 1;
+    // Step t's tile has landed, and every warp is done with step t - 1: its stage and sdS are free.
     cp_async_wait<0>();
     __syncthreads();
-    if (m + 1 < m_end) load_query_tile(m + 1, stage ^ 1);
+    if (t + 1 < Walk::steps(p)) load_query_tile(t + 1, stage ^ 1);
     cp_async_commit();
-    if (m == m_begin) {
+    if (t == 0) {
       load_key_fragments<Cfg>(kf, sK, w.key_row0, w.lane);
       load_key_fragments<Cfg>(vf, sV, w.key_row0, w.lane);
     }
     const __nv_bfloat16* sQi = sQ + stage * BM * D;
     const __nv_bfloat16* sdOi = sdO + stage * BM * D;
-    const int q0 = m * BM;
+    const int q0 = Walk::m(p, t) * BM;
 
     KeyByQuery<Cfg> s, dp;
     keys_times_rows_t<Cfg>(s, kf, sK, sQi, w.key_row0, w.lane);  // S^T = K_j Q_i^T
@@ -509,25 +539,25 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
     score_gradients<Cfg>(dp, s, sD + stage * BM, w.lane);          // dS^T = P^T (dP^T - D_i)
     accumulate_keys_by_dim<Cfg>(dk, dp, sQi, w.lane);              // dK_j += dS^T Q_i
     if constexpr (Cfg::DEFERRED_DQ) {
-      // dS^T of tile m - 1 was complete at this step's barrier; its buffer was last read before
-      // it, by tile m - 2's dQ, so tile m's dS^T may go to the other one meanwhile.
-      if (m > m_begin) add_query_share(m - 1, sdS + ((m - 1) & 1) * BN * BM);
-      store_score_gradients<Cfg>(sdS + (m & 1) * BN * BM, dp, w);
+      // dS^T of step t - 1 was complete at this step's barrier; its buffer was last read before
+      // it, by step t - 2's dQ, so step t's dS^T may go to the other one meanwhile.
+      if (t > 0) add_query_share(t - 1, sdS + ((t - 1) & 1) * BN * BM);
+      store_score_gradients<Cfg>(sdS + (t & 1) * BN * BM, dp, w);
     } else {
       store_score_gradients<Cfg>(sdS, dp, w);
       __syncthreads();  // all of dS^T is in shared memory
-      add_query_share(m, sdS);
+      add_query_share(t, sdS);
     }
   }
   if constexpr (Cfg::DEFERRED_DQ) {
-    if (m_begin < m_end) {
-      __syncthreads();  // the last tile's dS^T is complete
-      const int last = m_end - 1;
+    if (Walk::steps(p) > 0) {
+      __syncthreads();  // the last step's dS^T is complete
+      const int last = Walk::steps(p) - 1;
       add_query_share(last, sdS + (last & 1) * BN * BM);
     }
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
-  write_key_gradients<Cfg>(p, bh, dk, dv, w);
+  write_key_gradients<Cfg>(p, kv, dk, dv, w);
 }
 
 }  // namespace fa2::fast

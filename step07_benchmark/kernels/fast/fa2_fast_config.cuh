@@ -72,6 +72,7 @@ struct FastParams {
   index_t stride_ob, stride_oq;
   index_t stride_lb, stride_lq;
   int N_QUERIES, N_KEYS;
+  int kv_group;      // grouped-query attention: (batch, head) bh reads K and V at bh / kv_group
   int n_q_tiles;     // cdiv(N_QUERIES, BLOCK_M)
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
 };

@@ -36,6 +36,7 @@ inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
   p.stride_lb = a.l_strides[0], p.stride_lq = a.l_strides[1];
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
+  p.kv_group = static_cast<int>(kv_group(a));
   p.n_q_tiles = static_cast<int>(cdiv<index_t>(a.q_shape[1], block_m));
   p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
   return p;
@@ -68,6 +69,7 @@ inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   p.stride_dvb = a.dv_strides[0], p.stride_dvk = a.dv_strides[1];
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
+  p.kv_group = static_cast<int>(kv_group(forward_args(a)));
   p.scale = softmax_scale(forward_args(a));
   p.scale_log2 = p.scale * kLog2e;
   p.deterministic = a.deterministic;
@@ -109,7 +111,7 @@ void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
 template <class Cfg>
 void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   const FlashBwdArgs& a = plan.args;
-  // The key-tile kernel's grid is (batch, key tiles): the key tile is the slow index, so the
+  // The key-tile kernel's grid is (batch of K, key tiles): the key tile is the slow index, so the
   // heaviest causal blocks of every head start first. CUDA caps a grid's y dimension at 65535.
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);
   if (key_blocks > 65535) {
@@ -129,7 +131,8 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   const auto key_tiles = [&]<class C>() {
     static std::atomic<std::uint64_t> opted_in{0};
     opt_in_shared_memory(fast_bwd_kernel<C>, C::smem_bytes, current_device(), opted_in, plan.kernel);
-    fast_bwd_kernel<C><<<dim3(batch, static_cast<unsigned>(key_blocks)), C::NUM_THREADS, C::smem_bytes, stream>>>(p);
+    const dim3 grid(static_cast<unsigned>(a.k_shape[0]), static_cast<unsigned>(key_blocks));
+    fast_bwd_kernel<C><<<grid, C::NUM_THREADS, C::smem_bytes, stream>>>(p);
     FA2_CUDA_CHECK_LAUNCH();
   };
   if (a.deterministic) {

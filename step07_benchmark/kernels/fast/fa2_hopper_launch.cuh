@@ -52,8 +52,8 @@ void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
     const int items = p.n_q_tiles * static_cast<int>(B);
     const int blocks = Cfg::PERSISTENT ? std::min(items, device.sm_count) : items;
     HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
-                    tile_map(a.k, B, a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
-                    tile_map(a.v, B, a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N),
+                    tile_map(a.k, a.k_shape[0], a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
+                    tile_map(a.v, a.v_shape[0], a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N),
                     {}};
     if constexpr (Cfg::STORE_TMA) maps.o = tile_map(a.o, B, a.q_shape[1], D, a.o_strides[1], a.o_strides[0], 64);
     kernel<<<static_cast<unsigned>(blocks), Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps,
@@ -82,8 +82,8 @@ void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   if constexpr (Cfg::PRODUCER) {
     maps.q = tile_map(a.q, B, N_q, D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M);
     maps.dO = tile_map(a.do_, B, N_q, D, a.do_strides[1], a.do_strides[0], Cfg::BLOCK_M);
-    maps.k = tile_map(a.k, B, N_k, D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N);
-    maps.v = tile_map(a.v, B, N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N);
+    maps.k = tile_map(a.k, a.k_shape[0], N_k, D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N);
+    maps.v = tile_map(a.v, a.v_shape[0], N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N);
   }
   if constexpr (Cfg::DQ_TMA) {
     maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], 64);
@@ -100,7 +100,8 @@ void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
     constexpr std::size_t smem = BwdLayout<C>::smem_bytes;
     static std::atomic<std::uint64_t> opted_in{0};
     opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
-    kernel<<<dim3(batch, static_cast<unsigned>(key_blocks)), C::BLOCK_THREADS, smem, stream>>>(p, maps);
+    const dim3 grid(static_cast<unsigned>(a.k_shape[0]), static_cast<unsigned>(key_blocks));  // (batch of K, key tiles)
+    kernel<<<grid, C::BLOCK_THREADS, smem, stream>>>(p, maps);
     FA2_CUDA_CHECK_LAUNCH();
   };
   if (a.deterministic) {

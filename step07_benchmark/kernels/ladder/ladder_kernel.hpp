@@ -50,13 +50,14 @@ struct LadderKernel {
     auto& smem = prog.template shared<Shared>();
     const index_t query_tile_index = prog.program_id(0);
     const index_t batch_index = prog.program_id(1);
+    const index_t kv_index = batch_index / p.kv_group;  // its K and V (grouped-query attention)
     const index_t q_start = query_tile_index * Q_TILE;
 
     auto Q_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.Q + batch_index * p.stride_qb, {p.N_QUERIES, D},
                                                  {p.stride_qq, p.stride_qd}, {q_start, 0}, Order<1, 0>{});
-    auto K_ptr = make_tile_ptr<Block<K_TILE, D>>(p.K + batch_index * p.stride_kb, {p.N_KEYS, D},
+    auto K_ptr = make_tile_ptr<Block<K_TILE, D>>(p.K + kv_index * p.stride_kb, {p.N_KEYS, D},
                                                  {p.stride_kk, p.stride_kd}, {0, 0}, Order<1, 0>{});
-    auto V_ptr = make_tile_ptr<Block<K_TILE, D>>(p.V + batch_index * p.stride_vb, {p.N_KEYS, D},
+    auto V_ptr = make_tile_ptr<Block<K_TILE, D>>(p.V + kv_index * p.stride_vb, {p.N_KEYS, D},
                                                  {p.stride_vk, p.stride_vd}, {0, 0}, Order<1, 0>{});
     auto O_ptr = make_tile_ptr<Block<Q_TILE, D>>(p.O + batch_index * p.stride_ob, {p.N_QUERIES, D},
                                                  {p.stride_oq, p.stride_od}, {q_start, 0}, Order<1, 0>{});

@@ -56,16 +56,19 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   constexpr int BM = Cfg::BLOCK_M;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = aligned_tiles(smem_raw, Cfg::TILE_ALIGN);
-  const BwdBlock<Cfg> blk(p);
+  const BwdBlock<Cfg> blk;
+  using Walk = typename BwdBlock<Cfg>::Walk;
   const BwdThread th = blk.thread();
   const int tid = static_cast<int>(threadIdx.x);
-  const index_t bh = blk.bh;
 
-  // Q_i, dO_i, L_i and D_i into stage `stage`; rows past N_QUERIES zero-filled. The row pointers
-  // are made from the parameters at every load rather than kept through the loop.
-  const auto load_query_tile = [&](int m, int stage) {
-    const int q0 = m * BM;
+  // Step t's Q_i, dO_i, L_i and D_i (its place `at`) into stage `stage`; rows past N_QUERIES
+  // zero-filled. The row pointers are made from the parameters at every load rather than kept
+  // through the loop.
+  const auto load_query_tile = [&](int t, StepPlace at, int stage) {
+    const index_t bh = at.bh;
+    const int q0 = at.q0;
     const std::uint32_t tiles = opaque(base);
+    if (tid == 0) store_step_place<Cfg>(tiles, t, at);
     load_rows_sw128<Cfg, BM>(tiles + L::q + stage * L::q_bytes, p.Q + bh * p.stride_qb, p.stride_qq, q0, p.N_QUERIES);
     load_rows_sw128<Cfg, BM>(tiles + L::dO + stage * L::q_bytes, p.dO + bh * p.stride_dob, p.stride_doq, q0,
                              p.N_QUERIES);
@@ -80,27 +83,34 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   KeysByDims<Cfg> dk, dv;
   zero<Cfg>(dk);
   zero<Cfg>(dv);
-  if (blk.m_begin < blk.m_end) {
-    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::k, p.K + bh * p.stride_kb, p.stride_kk, blk.k0, p.N_KEYS);
-    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::v, p.V + bh * p.stride_vb, p.stride_vk, blk.k0, p.N_KEYS);
-    load_query_tile(blk.m_begin, 0);
+  const int steps = Walk::steps(p);
+  if (steps > 0) {
+    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::k, p.K + blk.kv() * p.stride_kb, p.stride_kk, blk.k0, p.N_KEYS);
+    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::v, p.V + blk.kv() * p.stride_vb, p.stride_vk, blk.k0, p.N_KEYS);
+    load_query_tile(0, {static_cast<int>(blockIdx.x) * p.kv_group, Walk::m_begin() * BM}, 0);
     cp_async_commit();
   }
-  for (int m = blk.m_begin; m < blk.m_end; ++m) {
-    const int stage = (m - blk.m_begin) & 1;
-    // Tile m has landed, and every warpgroup is done with tile m - 1: the other stage is free.
+  for (int t = 0; t < steps; ++t) {
+    const int stage = t & 1;
+    // Step t's tile has landed, and every warpgroup is done with step t - 1: the other stage is free.
     cp_async_wait<0>();
     fence_proxy_async();
     __syncthreads();
-    if (m + 1 < blk.m_end) load_query_tile(m + 1, stage ^ 1);
+    if (t + 1 < steps) {
+      // The next query tile, or the first of the next query head: no division on the way.
+      StepPlace next = step_place<Cfg>(opaque(base), t);
+      next.q0 += BM;
+      if (next.q0 >= p.N_QUERIES) next = {next.bh + 1, Walk::m_begin() * BM};
+      load_query_tile(t + 1, next, stage ^ 1);
+    }
     cp_async_commit();
     // The tiles' address from a register the compiler cannot see through: the descriptors made
     // from it are remade at every step instead of held across the loop.
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), stage, m * BM, bh, dk, dv, th, [] {});
+    backward_step<Cfg>(p, maps.dq_accum, opaque(base), stage, t, dk, dv, blk.thread(opaque(threadIdx.x)), [] {});
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
   finish_query_shares<Cfg>();
-  write_key_rows<Cfg>(p, bh, dk, dv, th);
+  write_key_rows<Cfg>(p, blk.kv(), dk, dv, th);
 }
 
 // A producer warpgroup (one warp of it works) and two computing warpgroups that never meet to load.
@@ -116,7 +126,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   std::uint64_t* kv_full = bars;
   std::uint64_t* full = bars + 1;
   std::uint64_t* empty = bars + 3;
-  const BwdBlock<Cfg> blk(p);
+  const BwdBlock<Cfg> blk;
+  using Walk = typename BwdBlock<Cfg>::Walk;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
     // `full` completes on an arrival from each lane of the producer's warp (each releasing the L
@@ -141,16 +152,16 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   KeysByDims<Cfg> dk, dv;
   zero<Cfg>(dk);
   zero<Cfg>(dv);
-  if (blk.m_begin < blk.m_end) mbarrier_wait(kv_full, 0);
-  for (int m = blk.m_begin; m < blk.m_end; ++m) {
-    const PipelineState<2> ring{m - blk.m_begin};
+  if (Walk::steps(p) > 0) mbarrier_wait(kv_full, 0);
+  for (int t = 0; t < Walk::steps(p); ++t) {
+    const PipelineState<2> ring{t};
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, m * Cfg::BLOCK_M, blk.bh, dk, dv, th,
+    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, t, dk, dv, th,
                        [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
   }
   finish_query_shares<Cfg>();
-  write_key_rows<Cfg>(p, blk.bh, dk, dv, th);
+  write_key_rows<Cfg>(p, blk.kv(), dk, dv, th);
 }
 
 }  // namespace fa2::fast

@@ -73,8 +73,9 @@ struct HopperBwdConfig {
 // (the hardware swizzles by address bits; every tile is a whole number of atoms): K_j, V_j, two
 // stages of Q_i and of dO_i, dS^T (BLOCK_N keys x BLOCK_M queries, BLOCK_M / 64 column blocks,
 // DS_STAGES stages), with dq_tma two stages of each warpgroup's float32 part of dQ (64 x 64, two
-// boxes of 32 columns), two stages of L_i and of D_i, and with the producer the mbarriers: K/V
-// landed, and per stage Q_i's landed and handed back.
+// boxes of 32 columns), two stages of L_i and of D_i, with the producer the mbarriers (K/V
+// landed, and per stage Q_i's landed and handed back), and where the last four steps' query tiles
+// are (StepPlace, below).
 template <class Cfg>
 struct BwdLayout {
   static constexpr std::uint32_t kv_bytes = Cfg::kv_elems * 2, q_bytes = Cfg::q_elems * 2;
@@ -84,11 +85,38 @@ struct BwdLayout {
                                  dQ = dS + Cfg::DS_STAGES * ds_bytes, L = dQ + 2 * Cfg::WARPGROUPS * dq_bytes,
                                  D = L + 2 * row_bytes, bars = D + 2 * row_bytes;
   static constexpr int kBarriers = Cfg::PRODUCER ? 5 : 0;  // kv_full, full[2], empty[2]
-  static constexpr std::uint32_t end = bars + kBarriers * 8;
+  static constexpr std::uint32_t steps = bars + kBarriers * 8, end = steps + 4 * 8;
   static constexpr std::size_t smem_bytes = end + Cfg::TILE_ALIGN;
   static_assert(dS % Cfg::TILE_ALIGN == 0 && dQ % Cfg::TILE_ALIGN == 0, "tiles on swizzle atoms");
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
 };
+
+// Where step t of a block's walk (QueryWalk) is: its query batch element and first query. Whoever
+// loads the step's tiles writes it into slot t % 4 of the layout's `steps` with them (the cp.async
+// kernel's thread 0, the producer's lane 0), and the computing warps read it there at each use
+// rather than holding it, or recomputing it with a division, through the step: the kernels at the
+// edge have no register to spare. Four slots, because the loads run at most two steps ahead and a
+// step reads its slot after handing its stage back.
+struct StepPlace {
+  int bh, q0;
+};
+template <class Cfg>
+__device__ __forceinline__ void store_step_place(std::uint32_t tiles, int t, StepPlace at) {
+  asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(tiles + BwdLayout<Cfg>::steps + 8 * (t & 3)), "r"(at.bh),
+               "r"(at.q0)
+               : "memory");
+}
+// One field of it (0: bh, 1: q0), a register for one use.
+template <class Cfg, int FIELD>
+__device__ __forceinline__ int step_place_field(std::uint32_t tiles, int t) {
+  int x;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(tiles + BwdLayout<Cfg>::steps + 8 * (t & 3) + 4 * FIELD));
+  return x;
+}
+template <class Cfg>
+__device__ __forceinline__ StepPlace step_place(std::uint32_t tiles, int t) {
+  return {step_place_field<Cfg, 0>(tiles, t), step_place_field<Cfg, 1>(tiles, t)};
+}
 
 // The named barriers of v6b (0 is __syncthreads').
 enum class BwdBarrier : int {

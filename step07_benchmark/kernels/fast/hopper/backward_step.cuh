@@ -138,15 +138,19 @@ __device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
   return 4 * (2 * (last - key_tile) + order_in_block);
 }
 
-// One step of a computing warpgroup: query tile q0 (stage `stage` of Q_i, dO_i, L_i, D_i, which
-// must have landed) against the block's key tile, into dk and dv, and its part of dQ_i's share
-// into dQ_accum. after_reads() runs once the stage is no longer read (the warp-specialised
-// kernel hands it back to its producer there). `tiles` is the layout's shared address.
+// One step of a computing warpgroup: step t of the block's walk (QueryWalk: query tile q0 of query
+// batch element bh; stage `stage` of Q_i, dO_i, L_i, D_i, which must have landed) against the
+// block's key tile, into dk and dv, and its part of dQ_i's share into dQ_accum. after_reads() runs
+// once the stage is no longer read (the warp-specialised kernel hands it back to its producer
+// there). `tiles` is the layout's shared address; q0 and bh are read from StepPlace's slot at each
+// use.
 template <class Cfg, class AfterReads>
 __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
-                                              int stage, int q0, index_t bh, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
+                                              int stage, int t, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
                                               const BwdThread& th, const AfterReads& after_reads) {
   using L = BwdLayout<Cfg>;
+  const auto q0 = [&] { return step_place_field<Cfg, 1>(tiles, t); };
+  const auto bh = [&] { return static_cast<index_t>(step_place_field<Cfg, 0>(tiles, t)); };
   const int wg = th.wg;
   const std::uint32_t aK = tiles + L::k, aV = tiles + L::v;
   const std::uint32_t adS = tiles + L::dS + (Cfg::DS_STAGES == 2 ? stage : 0) * L::ds_bytes;
@@ -160,7 +164,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   fence_accumulators(s);
   fence_accumulators(dp);
   KeyRowFrags<Cfg> pf, dsf;
-  key_row_gradients<Cfg>(s, dp, pf, dsf, tiles + L::L + stage * L::row_bytes, tiles + L::D + stage * L::row_bytes, q0,
+  key_row_gradients<Cfg>(s, dp, pf, dsf, tiles + L::L + stage * L::row_bytes, tiles + L::D + stage * L::row_bytes, q0(),
                          p.N_KEYS, p.scale_log2, th);
   store_key_rows<Cfg>(adS, dsf, th);
   issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
@@ -181,7 +185,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   }
   // Deterministic: the warpgroup's first thread waits for its turn to add (dq_turns.cuh) before
   // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (Cfg::DETERMINISTIC && first_thread) wait_for_turn(query_tile_counter<Cfg>(p, bh, q0), dq_turn<Cfg>(q0, th));
+  if (Cfg::DETERMINISTIC && first_thread) wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -203,18 +207,18 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
     if (first_thread) {
 #pragma unroll
       for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
-        tma_reduce_add_3d(&dq_map, staged + box * 64 * 128, part.col0 + 32 * box, q0 + part.query0,
-                          static_cast<int>(bh));
+        tma_reduce_add_3d(&dq_map, staged + box * 64 * 128, part.col0 + 32 * box, q0() + part.query0,
+                          static_cast<int>(bh()));
       }
       bulk_commit();
       if constexpr (Cfg::DETERMINISTIC) bulk_wait();  // the reduce-adds have landed before the turn passes
     }
   } else {
-    add_query_share<Cfg>(p, bh, q0, dq, part, th);
+    add_query_share<Cfg>(p, bh(), q0(), dq, part, th);
   }
   if constexpr (Cfg::DETERMINISTIC) {  // this warp's adds are done
     __syncwarp();
-    if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh, q0));
+    if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh(), q0()));
   }
 }
 

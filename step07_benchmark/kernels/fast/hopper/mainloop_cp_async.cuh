@@ -107,8 +107,9 @@ __device__ __forceinline__ void hopper_key_loop(const FastParams& p, index_t bh,
                                                 RowState<Cfg>& st, const SmemTiles<Cfg>& smem, int wg,
                                                 const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
-  const __nv_bfloat16* Kb = p.K + bh * p.stride_kb;
-  const __nv_bfloat16* Vb = p.V + bh * p.stride_vb;
+  const index_t kv = bh / p.kv_group;  // grouped-query attention: the head's K and V
+  const __nv_bfloat16* Kb = p.K + kv * p.stride_kb;
+  const __nv_bfloat16* Vb = p.V + kv * p.stride_vb;
   const __nv_bfloat16* sQ = smem.q;
   // Tile j lands in stage j % STAGES.
   const auto K_stage = [&](int j) { return smem.k_stage(j % Cfg::STAGES); };

@@ -41,18 +41,19 @@ __device__ __forceinline__ void hopper_producer(const FastParams& p, const Hoppe
   for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
     const WorkTile wt = sched.work_tile(t);
     const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
+    const int kv = wt.bh / p.kv_group;  // grouped-query attention: the head's K and V
     for (int j = 0; j < n_tiles; ++j, ring += 1) {
       const int s = ring.stage();
       // K_j, then V_j: each (D, BN) tile is D / 64 boxes of 64 columns, (BN, 64) blocks of the tile.
       if (ring.refills()) mbarrier_wait(&bar.empty_k[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_k[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, j * BN, wt.bh, &bar.full_k[s]);
+        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, j * BN, kv, &bar.full_k[s]);
       }
       if (ring.refills()) mbarrier_wait(&bar.empty_v[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_v[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, j * BN, wt.bh, &bar.full_v[s]);
+        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, j * BN, kv, &bar.full_v[s]);
       }
       if (j == 0) {
         const PipelineState<1> q{k};

@@ -1,0 +1,152 @@
+"""Grouped-query attention's speed, through the installed package: the fast kernels' forward and
+backward at H query heads with H_kv = H (multi-head), H / 4 and 1 (multi-query) kv heads, and
+PyTorch's scaled_dot_product_attention with enable_gqa=True on the same inputs for comparison.
+
+The FLOP count depends on the query heads only (4 B H N^2 D for the forward, 2.5 times that for
+the backward, halved for causal, as step07_bench counts), so a problem's TFLOP/s at H_kv < H
+against H_kv = H is the inverse of their time ratio. Each round times every configuration once
+(median of `--reps` timings after a warm-up, each of three calls queued back to back between two
+CUDA events, one per input set); the ratios are taken per round, and the table shows their
+median and range over the rounds.
+
+Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
+PYTHONPATH=python.
+
+    python3 python/benchmarks/gqa.py                # B 2, H 32, N 4096 and 8192, D 64 and 128
+    python3 python/benchmarks/gqa.py --csv gqa.csv  # also every round's times, one row each
+"""
+
+import argparse
+import csv
+import statistics
+
+import torch
+
+import fa2_attention
+
+
+def flops(B, H, N, D, causal, backward):
+    f = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
+    return 2.5 * f if backward else f
+
+
+def median_ms(fn, input_sets, reps, warmup, per_timing=3):
+    """Median over `reps` timings of the time per call; a timing is `per_timing` calls queued back
+    to back between two CUDA events (one per input set), so that the host's work for a call
+    overlaps the GPU's work on the one before and the events time the GPU, not the launches."""
+    for i in range(warmup):
+        fn(*input_sets[i % len(input_sets)])
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(per_timing):
+            fn(*input_sets[i % len(input_sets)])
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / per_timing)
+    return statistics.median(times)
+
+
+def inputs(B, H, H_kv, N, D, causal, generator):
+    """q, k, v, dout (bf16, random normal) and the fast forward's out and lse for the backward."""
+
+    def draw(*shape):
+        return torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=generator)
+
+    q, k, v, dout = draw(B, H, N, D), draw(B, H_kv, N, D), draw(B, H_kv, N, D), draw(B, H, N, D)
+    out, lse = torch.ops.fa2.forward(q, k, v, causal, None, "fast")
+    return q, k, v, dout, out, lse
+
+
+def time_problem(B, H, H_kv, N, D, causal, reps, warmup, generator):
+    sets = [inputs(B, H, H_kv, N, D, causal, generator) for _ in range(3)]
+    group = H // H_kv
+
+    def fwd(q, k, v, dout, out, lse):
+        torch.ops.fa2.forward(q, k, v, causal, None, "fast")
+
+    def bwd(q, k, v, dout, out, lse):
+        torch.ops.fa2.backward(dout, q, k, v, out, lse, causal, None, "fast", False)
+
+    def sdpa_fwd(q, k, v, dout, out, lse):
+        torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
+
+    leaves = [tuple(t.detach().requires_grad_() for t in s[:3]) + s[3:4] for s in sets]
+    graphs = []
+    for q, k, v, dout in leaves:
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
+        graphs.append((o, (q, k, v), dout))
+
+    def sdpa_bwd(o, qkv, dout):
+        torch.autograd.grad(o, qkv, dout, retain_graph=True)
+
+    return {
+        "fast fwd": median_ms(fwd, sets, reps, warmup),
+        "fast bwd": median_ms(bwd, sets, reps, warmup),
+        "sdpa fwd": median_ms(sdpa_fwd, sets, reps, warmup),
+        "sdpa bwd": median_ms(sdpa_bwd, graphs, reps, warmup),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--kv-heads", type=int, nargs="+", default=None, help="default: H, H/4, 1")
+    parser.add_argument("--seq", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--head-dim", type=int, nargs="+", default=[64, 128])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--csv", default=None, help="write every round's times here")
+    a = parser.parse_args()
+    B, H = a.batch, a.heads
+    kv_heads = a.kv_heads or [H, H // 4, 1]
+    for h in kv_heads:
+        if h < 1 or H % h != 0:
+            parser.error(f"--kv-heads: {h} does not divide --heads {H}")
+
+    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {fa2_attention.library_path}")
+    generator = torch.Generator(device="cuda")
+    generator.manual_seed(0)
+    rows = []
+    problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
+    for r in range(a.rounds):
+        for N, D, causal in problems:
+            for H_kv in kv_heads:
+                times = time_problem(B, H, H_kv, N, D, causal, a.reps, a.warmup, generator)
+                for what, ms in times.items():
+                    backward = what.endswith("bwd")
+                    rows.append(dict(round=r, B=B, H=H, H_kv=H_kv, N=N, D=D, causal=int(causal), impl=what, ms=ms,
+                                     tflops=flops(B, H, N, D, causal, backward) / ms * 1e-9))
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+
+    def ms_of(r, N, D, causal, H_kv, impl):
+        return next(x["ms"] for x in rows if (x["round"], x["N"], x["D"], x["causal"], x["H_kv"], x["impl"]) ==
+                    (r, N, D, int(causal), H_kv, impl))
+
+    print(f"\nB {B}, H {H}, bf16; TFLOP/s = median over {a.rounds} rounds; 'x' = time at H_kv = H / time at H_kv "
+          f"(median of the rounds' ratios, range in brackets)")
+    print("| pass | D | N | causal | H_kv | fast TFLOP/s | fast x | SDPA TFLOP/s | SDPA x |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for pass_ in ("fwd", "bwd"):
+        for N, D, causal in problems:
+            for H_kv in kv_heads:
+                cells = []
+                for impl in (f"fast {pass_}", f"sdpa {pass_}"):
+                    tf = statistics.median(flops(B, H, N, D, causal, pass_ == "bwd") / ms_of(r, N, D, causal, H_kv, impl)
+                                           * 1e-9 for r in range(a.rounds))
+                    ratios = [ms_of(r, N, D, causal, H, impl) / ms_of(r, N, D, causal, H_kv, impl)
+                              for r in range(a.rounds)]
+                    cells += [f"{tf:.1f}", f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"]
+                print(f"| {pass_} | {D} | {N} | {'yes' if causal else 'no'} | {H_kv} | " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()
