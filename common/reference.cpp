@@ -24,7 +24,8 @@ MatrixXdR batch_matrix(TensorView<const double, 3> t, index_t b) {
 }  // namespace
 
 AttentionReference reference_attention(TensorView<const double, 3> Q, TensorView<const double, 3> K,
-                                       TensorView<const double, 3> V, bool causal, std::optional<double> scale) {
+                                       TensorView<const double, 3> V, bool causal, std::optional<double> scale,
+                                       Window window) {
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2);
   const index_t Nk = K.size(1), Dv = V.size(2);
   require_arg(B >= 1 && Nq >= 1 && D >= 1, "Q", "shape must be (B>=1, Nq>=1, D>=1), got " + to_string<3>(Q.shape()));
@@ -38,18 +39,24 @@ AttentionReference reference_attention(TensorView<const double, 3> Q, TensorView
   for (index_t b = 0; b < B; ++b) {
     const MatrixXdR q = batch_matrix(Q, b), k = batch_matrix(K, b), v = batch_matrix(V, b);
     MatrixXdR S = (q * k.transpose()) * s;  // (Nq, Nk)
-    if (causal) {
-      for (index_t i = 0; i < Nq; ++i) {
-        for (index_t j = i + 1; j < Nk; ++j) S(i, j) = -std::numeric_limits<double>::infinity();
+    for (index_t i = 0; i < Nq; ++i) {
+      for (index_t j = 0; j < Nk; ++j) {
+        if (!sees(causal, window, i, j)) S(i, j) = -std::numeric_limits<double>::infinity();
       }
     }
-    const Eigen::VectorXd row_max = S.rowwise().maxCoeff();     // finite: key 0 is always visible
-    const MatrixXdR P = (S.colwise() - row_max).array().exp();  // exp(-inf) = 0 for masked keys
-    const Eigen::VectorXd row_sum = P.rowwise().sum();
-    const MatrixXdR O = (P * v).array().colwise() / row_sum.array();
     for (index_t i = 0; i < Nq; ++i) {
-      ref.L(b, i) = row_max(i) + std::log(row_sum(i));
-      for (index_t d = 0; d < Dv; ++d) ref.O(b, i, d) = O(i, d);
+      const double row_max = S.row(i).maxCoeff();
+      if (row_max == -std::numeric_limits<double>::infinity()) {  // a query that sees no key
+        ref.L(b, i) = std::numeric_limits<double>::infinity();
+        for (index_t d = 0; d < Dv; ++d) ref.O(b, i, d) = 0.0;
+        continue;
+      }
+      // std::exp element by element: a masked score gives exactly 0.
+      const Eigen::RowVectorXd p = (S.row(i).array() - row_max).unaryExpr([](double x) { return std::exp(x); });
+      const double row_sum = p.sum();
+      const Eigen::RowVectorXd o = (p * v) / row_sum;
+      ref.L(b, i) = row_max + std::log(row_sum);
+      for (index_t d = 0; d < Dv; ++d) ref.O(b, i, d) = o(d);
     }
   }
   return ref;

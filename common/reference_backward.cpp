@@ -30,7 +30,7 @@ void store_batch(const MatrixXdR& m, Tensor<double, 3>& t, index_t b) {
 
 AttentionGradients reference_attention_backward(TensorView<const double, 3> Q, TensorView<const double, 3> K,
                                                 TensorView<const double, 3> V, TensorView<const double, 3> dO,
-                                                bool causal, std::optional<double> scale) {
+                                                bool causal, std::optional<double> scale, Window window) {
   const index_t B = Q.size(0), Nq = Q.size(1), D = Q.size(2);
   const index_t Nk = K.size(1), Dv = V.size(2);
   require_arg(B >= 1 && Nq >= 1 && D >= 1, "Q", "shape must be (B>=1, Nq>=1, D>=1), got " + to_string<3>(Q.shape()));
@@ -47,16 +47,20 @@ AttentionGradients reference_attention_backward(TensorView<const double, 3> Q, T
   for (index_t b = 0; b < B; ++b) {
     const StridedMatrix q = batch_of(Q, b), k = batch_of(K, b), v = batch_of(V, b), dout = batch_of(dO, b);
     MatrixXdR S = (q * k.transpose()) * s;  // (Nq, Nk)
-    if (causal) {
-      for (index_t i = 0; i < Nq; ++i) {
-        for (index_t j = i + 1; j < Nk; ++j) S(i, j) = -std::numeric_limits<double>::infinity();
+    for (index_t i = 0; i < Nq; ++i) {
+      for (index_t j = 0; j < Nk; ++j) {
+        if (!sees(causal, window, i, j)) S(i, j) = -std::numeric_limits<double>::infinity();
       }
     }
     // Softmax per row. std::exp element by element, so that a masked score gives exactly 0
-    // (Eigen's vectorised exp returns ~6e-309 for -inf).
-    const Eigen::VectorXd row_max = S.rowwise().maxCoeff();  // finite: key 0 is always visible
-    MatrixXdR P = (S.colwise() - row_max).unaryExpr([](double x) { return std::exp(x); });  // (Nq, Nk)
-    P.array().colwise() /= P.rowwise().sum().array();
+    // (Eigen's vectorised exp returns ~6e-309 for -inf); a row that sees no key stays 0.
+    MatrixXdR P = MatrixXdR::Zero(Nq, Nk);
+    for (index_t i = 0; i < Nq; ++i) {
+      const double row_max = S.row(i).maxCoeff();
+      if (row_max == -std::numeric_limits<double>::infinity()) continue;
+      P.row(i) = (S.row(i).array() - row_max).unaryExpr([](double x) { return std::exp(x); }).matrix();
+      P.row(i) /= P.row(i).sum();
+    }
 
     const MatrixXdR dV = P.transpose() * dout;  // (Nk, Dv)
     const MatrixXdR dP = dout * v.transpose();  // (Nq, Nk)

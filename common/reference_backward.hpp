@@ -7,14 +7,16 @@
 //   dS = P * (dP - rowsum(P * dP))                             (the softmax Jacobian, row by row)
 //   dQ = scale * dS K           dK = scale * dS^T Q
 //
-// Shapes, scale (1/sqrt(D) by default) and the top-left causal mask are those of
-// common/reference.hpp. P is recomputed here from Q, K and the scale: nothing from a forward
-// pass (O, L) is taken on trust, so this reference also catches a forward that stored a wrong L.
+// Shapes, scale (1/sqrt(D) by default), the top-left causal mask and the sliding window are those
+// of common/reference.hpp; a query that sees no key has P = 0 and so dQ = 0. P is recomputed here from Q, K and the
+// scale: nothing from a forward pass (O, L) is taken on trust, so this reference also catches a forward that stored a
+// wrong L.
 #pragma once
 
 #include <optional>
 
 #include "common/tensor.hpp"
+#include "common/window.hpp"
 
 namespace fa2 {
 
@@ -27,18 +29,19 @@ struct AttentionGradients {
 // Throws std::invalid_argument naming the argument (Q, K, V or dO) when the shapes do not fit.
 AttentionGradients reference_attention_backward(TensorView<const double, 3> Q, TensorView<const double, 3> K,
                                                 TensorView<const double, 3> V, TensorView<const double, 3> dO,
-                                                bool causal, std::optional<double> scale = std::nullopt);
+                                                bool causal, std::optional<double> scale = std::nullopt,
+                                                Window window = {});
 
 // Any element type: the inputs are widened to float64 first (exactly, for float and bf16).
 template <class T>
 AttentionGradients reference_attention_backward(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<double> scale = std::nullopt) {
+                                                std::optional<double> scale = std::nullopt, Window window = {}) {
   const auto q = converted<double, T, 3>(Q);
   const auto k = converted<double, T, 3>(K);
   const auto v = converted<double, T, 3>(V);
   const auto dout = converted<double, T, 3>(dO);
-  return reference_attention_backward(q.cview(), k.cview(), v.cview(), dout.cview(), causal, scale);
+  return reference_attention_backward(q.cview(), k.cview(), v.cview(), dout.cview(), causal, scale, window);
 }
 
 }  // namespace fa2

@@ -200,7 +200,7 @@ struct ForwardCall {
 };
 
 ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal,
-                            std::optional<double> scale, c10::string_view kernel, Where where) {
+                            std::optional<double> scale, c10::string_view kernel, fa2::Window window, Where where) {
   ForwardCall c;
   c.kernel = parse_kernel(kForward, kernel);
   check_qkv(kForward, q, k, v);
@@ -224,13 +224,15 @@ ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::
   a.l = lse2.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse2), a.l_strides = strides_of<2>(lse2);
   a.causal = is_causal;
   a.scale = checked_scale(kForward, scale);
-  run_checked(kForward, [&] { fa2::validate(a); });  // head dim, batch, ...: before anything runs
+  a.window = window;
+  run_checked(kForward, [&] { fa2::validate(a); });  // head dim, batch, window, ...: before anything runs
   return c;
 }
 
 std::tuple<at::Tensor, at::Tensor> forward_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                               bool is_causal, std::optional<double> scale, c10::string_view kernel) {
-  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, Where::cpu);
+                                               bool is_causal, std::optional<double> scale, c10::string_view kernel,
+                                               std::int64_t window_left, std::int64_t window_right) {
+  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, Where::cpu);
   run_checked(kForward, [&] { fa2::flash_fwd_host(c.args); });
   return {c.out, c.lse};
 }
@@ -248,7 +250,7 @@ struct BackwardCall {
 
 BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& out, const at::Tensor& lse, bool is_causal, std::optional<double> scale,
-                              c10::string_view kernel, bool deterministic, Where where) {
+                              c10::string_view kernel, bool deterministic, fa2::Window window, Where where) {
   const Kernel chosen = parse_kernel(kBackward, kernel);
   check_qkv(kBackward, q, k, v);
   TORCH_CHECK(chosen == Kernel::step05 || where == Where::cuda, kBackward,
@@ -298,6 +300,7 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   a.dv = dv3.mutable_data_ptr(), a.dv_shape = shape_of<3>(dv3), a.dv_strides = strides_of<3>(dv3);
   a.causal = is_causal;
   a.scale = checked_scale(kBackward, scale);
+  a.window = window;
   // Deterministic gradients: step 5's backward runs its key tiles one launch after another (the
   // host path always does); the fast ones take turns on one counter per 32 query rows.
   a.deterministic = deterministic;
@@ -313,8 +316,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& do
                                                             const at::Tensor& k, const at::Tensor& v,
                                                             const at::Tensor& out, const at::Tensor& lse,
                                                             bool is_causal, std::optional<double> scale,
-                                                            c10::string_view kernel, bool deterministic) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic, Where::cpu);
+                                                            c10::string_view kernel, bool deterministic,
+                                                            std::int64_t window_left, std::int64_t window_right) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic,
+                                    {window_left, window_right}, Where::cpu);
   run_checked(kBackward, [&] { fa2::flash_bwd_host(c.args); });
   return {c.dq, c.dk, c.dv};
 }
@@ -325,8 +330,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& do
 // The launches go to Torch's current stream of the tensors' device, so they are ordered with the
 // caller's other work and with the caching allocator's reuse of the inputs and workspaces.
 std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                                bool is_causal, std::optional<double> scale, c10::string_view kernel) {
-  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, Where::cuda);
+                                                bool is_causal, std::optional<double> scale, c10::string_view kernel,
+                                                std::int64_t window_left, std::int64_t window_right) {
+  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
@@ -346,8 +352,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
                                                              const at::Tensor& k, const at::Tensor& v,
                                                              const at::Tensor& out, const at::Tensor& lse,
                                                              bool is_causal, std::optional<double> scale,
-                                                             c10::string_view kernel, bool deterministic) {
-  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic, Where::cuda);
+                                                             c10::string_view kernel, bool deterministic,
+                                                             std::int64_t window_left, std::int64_t window_right) {
+  BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic,
+                                    {window_left, window_right}, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
@@ -367,10 +375,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
 
 // The schemas: what torch.ops.fa2.forward / backward take and return (python/README.md, "API").
 TORCH_LIBRARY(fa2, m) {
-  m.def("forward(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale, str kernel) -> (Tensor out, Tensor lse)");
+  m.def(
+      "forward(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale, str kernel, int window_left=-1, "
+      "int window_right=-1) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool is_causal, float? scale, "
-      "str kernel, bool deterministic=False) -> (Tensor dq, Tensor dk, Tensor dv)");
+      "str kernel, bool deterministic=False, int window_left=-1, int window_right=-1) -> (Tensor dq, Tensor dk, "
+      "Tensor dv)");
 }
 
 TORCH_LIBRARY_IMPL(fa2, CPU, m) {

@@ -55,6 +55,7 @@ struct FlashBwdArgs {
   Extents<3> dv_shape{}, dv_strides{};
   bool causal = false;
   std::optional<float> scale;  // default 1/sqrt(head_dim)
+  Window window{};             // the forward's sliding window (FlashFwdArgs::window)
   // Deterministic gradients: dQ's shares are added in the same order on every run, so that dQ,
   // dK and dV are bitwise the same (dK and dV always are: one program writes each row). Step 5's
   // GPU backward then launches its key tiles one after another; the fast backwards take turns on
@@ -140,6 +141,7 @@ template <class T>
 FlashGradients<T> flash_attention_backward_host(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> O,
                                                 TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<float> scale = std::nullopt, bool deterministic = false);
+                                                std::optional<float> scale = std::nullopt, bool deterministic = false,
+                                                Window window = {});
 
 }  // namespace fa2

@@ -20,7 +20,7 @@ FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, Tenso
                                                    TensorView<const T, 3> K, TensorView<const T, 3> V,
                                                    TensorView<const T, 3> O, TensorView<const float, 2> L,
                                                    TensorView<const T, 3> dO, bool causal, std::optional<float> scale,
-                                                   bool deterministic) {
+                                                   bool deterministic, Window window) {
   // Each input keeps its layout (strides included) on the device.
   const auto upload = []<class E, int Rank>(TensorView<const E, Rank> x) {
     auto staged = Tensor<E, Rank>::strided(x.shape(), x.strides());
@@ -41,6 +41,7 @@ FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, Tenso
   auto args = make_flash_bwd_args<T>(dev_Q.view(), dev_K.view(), dev_V.view(), dev_O.view(), dev_L.view(),
                                      dev_dO.view(), dev_D_rows.view(), dev_dQ.view(), dev_dQ_accum.view(),
                                      dev_dK.view(), dev_dV.view(), causal, scale);
+  args.window = window;
   if (deterministic) {
     args.deterministic = true;
     args.dq_semaphores = dev_semaphores.view().data();
@@ -64,10 +65,11 @@ FlashGradients<T> flash_attention_backward_cuda(TensorView<const T, 3> Q, Tensor
 template FlashGradients<float> run_backward_with_device_tensors<float>(
     CudaBwdLaunchFn, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
     TensorView<const float, 3>, TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>,
-    bool);
+    bool, Window);
 template FlashGradients<bf16> run_backward_with_device_tensors<bf16>(
     CudaBwdLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
-    TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>, bool);
+    TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>, bool,
+    Window);
 template FlashGradients<float> flash_attention_backward_cuda<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
     TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool);

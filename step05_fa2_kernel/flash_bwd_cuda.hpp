@@ -26,7 +26,7 @@ FlashGradients<T> run_backward_with_device_tensors(CudaBwdLaunchFn launch, Tenso
                                                    TensorView<const T, 3> O, TensorView<const float, 2> L,
                                                    TensorView<const T, 3> dO, bool causal,
                                                    std::optional<float> scale = std::nullopt,
-                                                   bool deterministic = false);
+                                                   bool deterministic = false, Window window = {});
 
 // The same with this backward (flash_bwd_cuda).
 template <class T>

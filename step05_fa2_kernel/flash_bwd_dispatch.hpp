@@ -52,6 +52,8 @@ FlashBwdParams<T> make_flash_bwd_params(const FlashBwdArgs& a) {
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
   p.kv_group = kv_group(forward_args(a));
+  p.window_left = kernel_window(forward_args(a)).left;
+  p.window_right = kernel_window(forward_args(a)).right;
   p.scale = softmax_scale(forward_args(a));
   return p;
 }

@@ -30,12 +30,13 @@ template <class T>
 FlashGradients<T> flash_attention_backward_host(TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                                 TensorView<const T, 3> V, TensorView<const T, 3> O,
                                                 TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal,
-                                                std::optional<float> scale, bool deterministic) {
+                                                std::optional<float> scale, bool deterministic, Window window) {
   auto grads = poisoned_gradients<T>(Q.shape(), K.shape());
   auto work = poisoned_workspace(Q.shape());  // the preprocess must clear dQ_accum itself
   auto args = make_flash_bwd_args<T>(Q, K, V, O, L, dO, work.D_rows.view(), grads.dQ.view(), work.dQ_accum.view(),
                                      grads.dK.view(), grads.dV.view(), causal, scale);
   args.deterministic = deterministic;
+  args.window = window;
   flash_bwd_host(args);
   return grads;
 }
@@ -44,10 +45,10 @@ template FlashGradients<float> poisoned_gradients<float>(const Extents<3>&, cons
 template FlashGradients<bf16> poisoned_gradients<bf16>(const Extents<3>&, const Extents<3>&);
 template FlashGradients<float> flash_attention_backward_host<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
-    TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool);
+    TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool, Window);
 template FlashGradients<bf16> flash_attention_backward_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const float, 2>, TensorView<const bf16, 3>,
-                                                                  bool, std::optional<float>, bool);
+                                                                  bool, std::optional<float>, bool, Window);
 
 }  // namespace fa2

@@ -98,10 +98,17 @@ struct FlashBwdKernel {
     const index_t k_start = prog.program_id(0) * index_t{K_TILE};
     const index_t kv_index = prog.program_id(1);  // a batch element of K and V
 
-    // Causal (top-left): query q sees key k when k <= q, so query tiles that end before k_start
-    // see none of these keys. The first tile visited is the one holding query k_start; when
-    // k_start >= N_QUERIES no tile is visited, and dK_j = dV_j = 0.
-    const index_t first_query_tile = Cfg::is_causal ? k_start / Q_TILE : 0;
+    // The query tiles that see some of these keys. Causal (top-left): query q sees key k when
+    // k <= q, so none before query k_start. A sliding window: query q sees keys q - left ..
+    // q + right, so only queries k_start - right .. k_last + left (without a window these bounds
+    // lie past every query: kernel_window in flash_fwd.hpp). When no tile is left, none is
+    // visited, and dK_j = dV_j = 0.
+    const index_t k_last = (k_start + K_TILE < p.N_KEYS ? k_start + K_TILE : p.N_KEYS) - 1;
+    index_t q_lowest = k_start > p.window_right ? k_start - p.window_right : 0;
+    if (Cfg::is_causal && q_lowest < k_start) q_lowest = k_start;
+    const index_t first_query_tile = q_lowest / Q_TILE;
+    index_t end_query_tile = (k_last + p.window_left) / Q_TILE + 1;
+    if (end_query_tile > cdiv<index_t>(p.N_QUERIES, Q_TILE)) end_query_tile = cdiv<index_t>(p.N_QUERIES, Q_TILE);
     const index_t q_first = first_query_tile * Q_TILE;
 
     // K, V, dK and dV stay on this program's key tile.
@@ -148,9 +155,9 @@ struct FlashBwdKernel {
       auto D_ptr = make_tile_ptr<Block<Q_TILE>>(p.D_rows + batch_index * p.stride_Db, {p.N_QUERIES}, {p.stride_Dq},
                                                 {q_first}, Order<0>{});
 
-      // BEGIN SOLUTION step05 standard: every query tile that sees K_j and V_j: its loads, S, the masks, the five products, then the pointers one tile down uses(prog, p, smem, Q_ptr, dO_ptr, dQ_accum_ptr, L_ptr, D_ptr, dK_j, dV_j, first_query_tile, k_start)
+      // BEGIN SOLUTION step05 standard: every query tile that sees K_j and V_j: its loads, S, the masks, the five products, then the pointers one tile down uses(prog, p, smem, Q_ptr, dO_ptr, dQ_accum_ptr, L_ptr, D_ptr, dK_j, dV_j, first_query_tile, end_query_tile, k_start)
       const auto k_pos = col_positions<Scores>(prog, k_start);  // (1, K_TILE)
-      for (index_t i = first_query_tile; i < cdiv<index_t>(p.N_QUERIES, Q_TILE); ++i) {
+      for (index_t i = first_query_tile; i < end_query_tile; ++i) {
         const auto q_pos = row_positions<Scores>(prog, i * Q_TILE);          // (Q_TILE, 1)
         load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);    // (Q_TILE, D)
         load(prog, dO_ptr, smem.dO_i, boundary_check<0, 1>, Padding::zero);  // (Q_TILE, D)
@@ -164,15 +171,17 @@ struct FlashBwdKernel {
         // S - L <= 0 up to the rounding of L, and P = exp(S - L) is already normalised.
         const auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
 
-        // Which entries of P exist, `keep`: real keys and real queries, and with the causal mask no
-        // key after its query. Zero padding alone would not do: a padded key scores 0, which
-        // exp(S - L) turns into a weight, and a padded query (S = 0, L padded with 0) gets P = 1.
+        // Which entries of P exist, `keep`: real keys and real queries, with the causal mask no
+        // key after its query, and only keys inside the window. Zero padding alone would not do: a
+        // padded key scores 0, which exp(S - L) turns into a weight, and a padded query (S = 0, L
+        // padded with 0) gets P = 1. (A query that sees no key has L = +inf: its P is 0 anyway.)
         // Then step02's loop body, P_ij = exp(S_ij - L_i) (exactly 0 where not kept) to dQ_i's share.
         // BEGIN SOLUTION step05: keep, P_ij from S_ij and L_i, then dV_j, dP_ij, dS_ij, dK_j and dQ_i's share uses(S_ij, k_pos, q_pos, L_i, D_i)
         auto keep = (k_pos < p.N_KEYS) & (q_pos < p.N_QUERIES);  // (Q_TILE, K_TILE)
         if constexpr (Cfg::is_causal) {
           keep = keep & (k_pos <= q_pos);
         }
+        keep = keep & (k_pos >= q_pos - p.window_left) & (k_pos <= q_pos + p.window_right);
         using QueryRows = RowLayoutFor<Program, Q_TILE, D>;    // (Q_TILE, D) tiles in registers
         const auto P_ij = where(keep, exp(S_ij - L_i), 0.0f);  // (Q_TILE, K_TILE), exactly 0 where masked
         dV_j = dot_atb(prog, P_ij.template to<T>(), smem.dO_i, dV_j, smem.stage_atb);  // (K_TILE, D) += P^T dO_i

@@ -36,7 +36,8 @@ struct FlashBwdParams {
   index_t stride_dkb, stride_dkk, stride_dkd;
   index_t stride_dvb, stride_dvk, stride_dvd;
   index_t N_QUERIES, N_KEYS;
-  index_t kv_group;  // query batch elements per K and V batch element: 1, or the group of GQA
+  index_t kv_group;                   // query batch elements per K and V batch element: 1, or the group of GQA
+  index_t window_left, window_right;  // the sliding window, as FlashFwdParams has it
   float scale;
 };
 

@@ -32,6 +32,7 @@ FlashFwdArgs forward_args(const FlashBwdArgs& a) {
   f.l = const_cast<float*>(a.l), f.l_shape = a.l_shape, f.l_strides = a.l_strides;
   f.causal = a.causal;
   f.scale = a.scale;
+  f.window = a.window;
   return f;
 }
 

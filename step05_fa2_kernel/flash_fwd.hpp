@@ -19,6 +19,7 @@
 
 #include "common/bf16.hpp"
 #include "common/tensor.hpp"
+#include "common/window.hpp"
 
 struct CUstream_st;  // what CUDA's cudaStream_t points to (CudaLaunchFn below)
 
@@ -47,6 +48,9 @@ struct FlashFwdArgs {
   Extents<2> l_shape{}, l_strides{};
   bool causal = false;
   std::optional<float> scale;  // default 1/sqrt(head_dim)
+  // A sliding window (common/window.hpp): query q sees keys q - left .. q + right only, -1 for
+  // no bound on that side; on top of the causal mask when both are given.
+  Window window{};
 };
 
 // Builds the arguments from views (host or device memory: only shapes, strides and
@@ -83,6 +87,15 @@ inline index_t kv_group(const FlashFwdArgs& args) {
   return args.q_shape[0] / args.k_shape[0];
 }
 
+// The window as the kernels take it: a side without a bound gets 2^40, past every key and query
+// (and past the zero-padded keys of a last tile), so that q - left <= k <= q + right holds for
+// all of them and the same code serves calls with and without a window.
+inline constexpr index_t kUnboundedWindow = index_t{1} << 40;
+inline Window kernel_window(const FlashFwdArgs& args) {
+  return {args.window.left < 0 ? kUnboundedWindow : args.window.left,
+          args.window.right < 0 ? kUnboundedWindow : args.window.right};
+}
+
 // Runs the kernel body on the host, one program after another. Pointers are host memory.
 void flash_fwd_host(const FlashFwdArgs& args);
 
@@ -107,7 +120,8 @@ using CudaLaunchFn = void (*)(const FlashFwdArgs&, ::CUstream_st*);
 // Host tensors in, new O and L out, for any host launcher (step06's buggy variants).
 template <class T>
 FlashOutputs<T> run_with_host_tensors(HostLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt);
+                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale = std::nullopt,
+                                      Window window = {});
 
 // Fresh outputs for Q of shape (B, N_q, D), filled with NaN.
 template <class T>

@@ -15,7 +15,8 @@ void flash_fwd_cuda(const FlashFwdArgs& args, cudaStream_t stream) {
 
 template <class T>
 FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                        TensorView<const T, 3> V, bool causal, std::optional<float> scale) {
+                                        TensorView<const T, 3> V, bool causal, std::optional<float> scale,
+                                        Window window) {
   // Each input keeps its layout (strides included) on the device.
   const auto upload = [](TensorView<const T, 3> x) {
     auto staged = Tensor<T, 3>::strided(x.shape(), x.strides());
@@ -27,7 +28,9 @@ FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T,
   auto out = poisoned_outputs<T>(Q.shape());
   cuda::DeviceTensor<T, 3> dO(out.O);  // uploads the NaN poison too
   cuda::DeviceTensor<float, 2> dL(out.L);
-  launch(make_flash_args<T>(dq.view(), dk.view(), dv.view(), dO.view(), dL.view(), causal, scale), nullptr);
+  auto args = make_flash_args<T>(dq.view(), dk.view(), dv.view(), dO.view(), dL.view(), causal, scale);
+  args.window = window;
+  launch(args, nullptr);
   FA2_CUDA_CHECK(cudaDeviceSynchronize());
   dO.download_to(out.O);
   dL.download_to(out.L);
@@ -42,10 +45,10 @@ FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const 
 
 template FlashOutputs<float> run_with_device_tensors<float>(CudaLaunchFn, TensorView<const float, 3>,
                                                             TensorView<const float, 3>, TensorView<const float, 3>,
-                                                            bool, std::optional<float>);
+                                                            bool, std::optional<float>, Window);
 template FlashOutputs<bf16> run_with_device_tensors<bf16>(CudaLaunchFn, TensorView<const bf16, 3>,
                                                           TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
-                                                          std::optional<float>);
+                                                          std::optional<float>, Window);
 template FlashOutputs<float> flash_attention_cuda<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_cuda<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

@@ -25,6 +25,6 @@ FlashOutputs<T> flash_attention_cuda(TensorView<const T, 3> Q, TensorView<const 
 template <class T>
 FlashOutputs<T> run_with_device_tensors(CudaLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
                                         TensorView<const T, 3> V, bool causal,
-                                        std::optional<float> scale = std::nullopt);
+                                        std::optional<float> scale = std::nullopt, Window window = {});
 
 }  // namespace fa2

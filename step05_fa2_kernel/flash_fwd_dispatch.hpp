@@ -55,6 +55,8 @@ FlashFwdParams<T> make_flash_params(const FlashFwdArgs& a) {
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
   p.kv_group = kv_group(a);
+  p.window_left = kernel_window(a).left;
+  p.window_right = kernel_window(a).right;
   p.scale = softmax_scale(a);
   return p;
 }
@@ -99,6 +101,17 @@ Grid flash_grid(const FlashFwdArgs& args) {
   return Grid{static_cast<int>(cdiv<index_t>(args.q_shape[1], Tiles::q_tile)), static_cast<int>(args.q_shape[0]), 1};
 }
 
+// Whether a kernel body reads FlashFwdParams' sliding window (it says so with a member
+// `static constexpr bool takes_window = true`); launch_flash refuses a window for one that does not.
+template <class Kernel>
+constexpr bool takes_window() {
+  if constexpr (requires { Kernel::takes_window; }) {
+    return Kernel::takes_window;
+  } else {
+    return false;
+  }
+}
+
 template <template <class> class Kernel, class Tiles = TileSizes<>, class Launcher, class... Ts, int... Ds>
 void launch_flash(const FlashFwdArgs& args, const Launcher& launcher, DTypes<Ts...> dtypes, HeadDims<Ds...> head_dims,
                   std::string_view kernel) {
@@ -106,6 +119,9 @@ void launch_flash(const FlashFwdArgs& args, const Launcher& launcher, DTypes<Ts.
     using T = typename decltype(dtype)::type;
     using Config = FlashFwdConfig<T, decltype(head_dim)::value, decltype(causal)::value, Tiles::q_tile, Tiles::k_tile,
                                   Tiles::num_warps>;
+    if (args.window.bounded() && !takes_window<Kernel<Config>>()) {
+      throw std::invalid_argument("window: " + std::string(kernel) + " takes no sliding window");
+    }
     launch<Kernel<Config>>(launcher, flash_grid<Tiles>(args), make_flash_params<T>(args));
   });
 }

@@ -22,9 +22,12 @@ FlashOutputs<T> poisoned_outputs(const Extents<3>& q_shape) {
 
 template <class T>
 FlashOutputs<T> run_with_host_tensors(HostLaunchFn launch, TensorView<const T, 3> Q, TensorView<const T, 3> K,
-                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale) {
+                                      TensorView<const T, 3> V, bool causal, std::optional<float> scale,
+                                      Window window) {
   auto out = poisoned_outputs<T>(Q.shape());
-  launch(make_flash_args<T>(Q, K, V, out.O.view(), out.L.view(), causal, scale));
+  auto args = make_flash_args<T>(Q, K, V, out.O.view(), out.L.view(), causal, scale);
+  args.window = window;
+  launch(args);
   return out;
 }
 
@@ -38,10 +41,10 @@ template FlashOutputs<float> poisoned_outputs<float>(const Extents<3>&);
 template FlashOutputs<bf16> poisoned_outputs<bf16>(const Extents<3>&);
 template FlashOutputs<float> run_with_host_tensors<float>(HostLaunchFn, TensorView<const float, 3>,
                                                           TensorView<const float, 3>, TensorView<const float, 3>, bool,
-                                                          std::optional<float>);
+                                                          std::optional<float>, Window);
 template FlashOutputs<bf16> run_with_host_tensors<bf16>(HostLaunchFn, TensorView<const bf16, 3>,
                                                         TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
-                                                        std::optional<float>);
+                                                        std::optional<float>, Window);
 template FlashOutputs<float> flash_attention_host<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,

@@ -61,6 +61,9 @@ void validate(const FlashFwdArgs& a) {
   if (a.scale) {
     require_arg(std::isfinite(*a.scale), "scale", "must be a finite number");
   }
+  require_arg(a.window.left >= -1, "window.left", got_allowed(a.window.left, "-1 (no bound) or a count of keys >= 0"));
+  require_arg(a.window.right >= -1, "window.right",
+              got_allowed(a.window.right, "-1 (no bound) or a count of keys >= 0"));
   (void)N_k;
 }
 

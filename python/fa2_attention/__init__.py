@@ -91,14 +91,15 @@ def has_cuda_kernels():
 
 
 @torch.library.register_fake("fa2::forward")
-def _forward_fake(q, k, v, is_causal, scale, kernel):
+def _forward_fake(q, k, v, is_causal, scale, kernel, window_left=-1, window_right=-1):
     out = q.new_empty(q.shape)
     lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
     return out, lse
 
 
 @torch.library.register_fake("fa2::backward")
-def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic=False):
+def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic=False, window_left=-1,
+                   window_right=-1):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -113,25 +114,26 @@ class _FlashAttentionFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, kernel, deterministic):
-        out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel)
+    def forward(ctx, q, k, v, is_causal, scale, kernel, deterministic, window):
+        out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel, window[0], window[1])
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.is_causal = is_causal
         ctx.scale = scale
         ctx.kernel = kernel
         ctx.deterministic = deterministic
+        ctx.window = window
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = torch.ops.fa2.backward(
-            dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel, ctx.deterministic
+            dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel, ctx.deterministic, *ctx.window
         )
-        return dq, dk, dv, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None
 
 
-def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deterministic=False):
+def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deterministic=False, window=(-1, -1)):
     """Scaled dot-product attention with this repository's FlashAttention-2 kernels.
 
     Computes softmax(q @ k^T * scale + mask) @ v, like
@@ -155,10 +157,16 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     is_causal: top-left aligned, like torch's is_causal: query i sees key j when j <= i, also when
         N_q != N_k (with N_q < N_k the last N_k - N_q keys are seen by no query).
     scale: the softmax scale; None means 1 / sqrt(D).
+    window: (left, right), a sliding window (local attention): query i sees key j only when
+        i - left <= j <= i + right; -1 leaves a side unbounded, so (-1, -1), the default, is no
+        window and (-1, 0) alone is the causal mask. With is_causal=True both masks apply. Key
+        tiles wholly outside every query's window are skipped, not computed and masked. A query
+        that sees no key (possible when N_q > N_k + left) gets out = 0, lse = +inf and zero
+        gradients. kernel="fast" runs v5's kernels with a window (v6 and v6b take none).
     kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
         or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128; on an
-        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b, elsewhere both are
-        v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
+        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b, elsewhere, and with a
+        window, both are v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
         other kernel is tried in its place.
     deterministic: True makes dq, dk and dv the same bits on every run of the same inputs. dk
         and dv always are; dq is a sum of one share per key tile, which the CUDA kernels add with
@@ -179,4 +187,8 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     """
     if scale is not None:
         scale = float(scale)
-    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic))
+    try:
+        left, right = (int(w) for w in window)
+    except (TypeError, ValueError):
+        raise TypeError(f"flash_attention: window must be a pair of ints (left, right), got {window!r}") from None
+    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic), (left, right))

@@ -83,9 +83,27 @@ def top_left_keep(n_q, n_k, device):
     return torch.ones(n_q, n_k, dtype=torch.bool, device=device).tril()
 
 
-def reference_attention(q, k, v, is_causal, scale=None, dtype=None):
+def window_keep(n_q, n_k, is_causal, window, device):
+    """(N_q, N_k) boolean: query i sees key j under the causal mask (top-left) and the sliding
+    window (left, right): i - left <= j <= i + right, -1 for no bound on a side. What SDPA takes
+    as a boolean attn_mask."""
+    i = torch.arange(n_q, device=device).unsqueeze(-1)
+    j = torch.arange(n_k, device=device).unsqueeze(0)
+    keep = torch.ones(n_q, n_k, dtype=torch.bool, device=device)
+    left, right = window
+    if is_causal:
+        keep &= j <= i
+    if left >= 0:
+        keep &= j >= i - left
+    if right >= 0:
+        keep &= j <= i + right
+    return keep
+
+
+def reference_attention(q, k, v, is_causal, scale=None, dtype=None, window=(-1, -1)):
     """Attention written out in `dtype` (float64 when None): out and L = logsumexp of the scaled
-    scores. Differentiable, so it also gives the reference gradients."""
+    scores, with the causal mask and a sliding window. A query that sees no key gets out = 0 and
+    L = +inf, as the kernels. Differentiable, so it also gives the reference gradients."""
     dtype = torch.float64 if dtype is None else dtype
     q, k, v = (t.to(dtype) for t in (q, k, v))
     if q.dim() == 4 and k.shape[1] != q.shape[1]:
@@ -95,16 +113,20 @@ def reference_attention(q, k, v, is_causal, scale=None, dtype=None):
         k, v = (t.repeat_interleave(group, dim=1) for t in (k, v))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = (q @ k.transpose(-1, -2)) * scale
-    if is_causal:
-        s = s.masked_fill(~top_left_keep(s.shape[-2], s.shape[-1], s.device), float("-inf"))
-    lse = torch.logsumexp(s, dim=-1)
-    return torch.exp(s - lse.unsqueeze(-1)) @ v, lse
+    keep = window_keep(s.shape[-2], s.shape[-1], is_causal, window, s.device)
+    s = s.masked_fill(~keep, float("-inf"))
+    # Rows that see no key take their logsumexp over zeros instead (finite, so that no NaN reaches
+    # the gradients); their P = exp(-inf - lse) is 0 either way, and their L is +inf.
+    sees = keep.any(dim=-1)
+    lse = torch.logsumexp(s.masked_fill(~sees.unsqueeze(-1), 0.0), dim=-1)
+    out = torch.exp(s - lse.unsqueeze(-1)) @ v
+    return out, lse.masked_fill(~sees, float("inf"))
 
 
-def reference_gradients(q, k, v, dout, is_causal, scale=None):
+def reference_gradients(q, k, v, dout, is_causal, scale=None, window=(-1, -1)):
     """dq, dk, dv of sum(out * dout) in float64, from the inputs' own values (bf16 widens exactly)."""
     q64, k64, v64 = (t.detach().to(torch.float64).requires_grad_() for t in (q, k, v))
-    out64, _ = reference_attention(q64, k64, v64, is_causal, scale)
+    out64, _ = reference_attention(q64, k64, v64, is_causal, scale, window=window)
     return torch.autograd.grad(out64, (q64, k64, v64), dout.detach().to(torch.float64))
 
 

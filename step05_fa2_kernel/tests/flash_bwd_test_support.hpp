@@ -47,8 +47,8 @@ struct FlashPasses {
 // O and L as a forward stores them, from the float64 reference: O rounded to T, L to float32.
 template <class T>
 FlashOutputs<T> reference_outputs(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
-                                  bool causal, std::optional<double> scale = std::nullopt) {
-  const auto ref = reference_attention_gqa<T>(Q, K, V, causal, scale);
+                                  bool causal, std::optional<double> scale = std::nullopt, Window window = {}) {
+  const auto ref = reference_attention_gqa<T>(Q, K, V, causal, scale, window);
   FlashOutputs<T> out{Tensor<T, 3>(ref.O.shape()), Tensor<float, 2>(ref.L.shape())};
   copy_convert<T, double, 3>(ref.O.cview(), out.O.view());
   copy_convert<float, double, 2>(ref.L.cview(), out.L.view());
@@ -56,18 +56,19 @@ FlashOutputs<T> reference_outputs(TensorView<const T, 3> Q, TensorView<const T, 
 }
 
 template <class T>
-FlashRunner<T> reference_forward() {
-  return [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
-    return reference_outputs<T>(Q, K, V, causal);
+FlashRunner<T> reference_forward(Window window = {}) {
+  return [window](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return reference_outputs<T>(Q, K, V, causal, std::nullopt, window);
   };
 }
 
 template <class T>
-FlashPasses<T> host_passes() {
-  return {reference_forward<T>(),
-          [](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, TensorView<const T, 3> O,
-             TensorView<const float, 2> L, TensorView<const T, 3> dO,
-             bool causal) { return flash_attention_backward_host<T>(Q, K, V, O, L, dO, causal); }};
+FlashPasses<T> host_passes(Window window = {}) {
+  return {reference_forward<T>(window),
+          [window](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
+                   TensorView<const T, 3> O, TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal) {
+            return flash_attention_backward_host<T>(Q, K, V, O, L, dO, causal, std::nullopt, false, window);
+          }};
 }
 
 // Tolerances of a gradient: atol = atol_of_scale * scale and rtol, per dtype, where `scale` is
@@ -145,11 +146,11 @@ AttentionGradients widened(const FlashGradients<T>& g) {
 template <class T>
 AttentionGradients reference_gradients_gqa(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
                                            TensorView<const T, 3> dO, bool causal,
-                                           std::optional<double> scale = std::nullopt) {
+                                           std::optional<double> scale = std::nullopt, Window window = {}) {
   const index_t group = Q.shape()[0] / K.shape()[0];
-  if (group == 1) return reference_attention_backward<T>(Q, K, V, dO, causal, scale);
+  if (group == 1) return reference_attention_backward<T>(Q, K, V, dO, causal, scale, window);
   const auto K_all = repeat_kv<T>(K, group), V_all = repeat_kv<T>(V, group);
-  auto all = reference_attention_backward<T>(Q, K_all.cview(), V_all.cview(), dO, causal, scale);
+  auto all = reference_attention_backward<T>(Q, K_all.cview(), V_all.cview(), dO, causal, scale, window);
   const auto summed = [&](const Tensor<double, 3>& g) {
     Tensor<double, 3> out(K.shape(), 0.0);
     const auto o = out.view();
@@ -172,26 +173,30 @@ struct BwdInputs {
         dO(random_normal<T, 3>({s.B, s.N_q, s.D}, rng)) {}
 };
 
-// The forward gives O and L, the backward dQ, dK, dV; each is compared with the reference.
+// The forward gives O and L, the backward dQ, dK, dV; each is compared with the reference. With a
+// window, the passes must apply it too (host_passes(window), gpu_passes(..., window)).
 template <class T>
 BwdCheck check_backward(const FlashPasses<T>& passes, const BwdInputs<T>& in, bool causal, const std::string& where,
-                        GradientTolerance tol = gradient_tolerance<T>()) {
+                        GradientTolerance tol = gradient_tolerance<T>(), Window window = {}) {
   const auto fwd = passes.forward(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
   const auto grads =
       passes.backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal);
   return compare_gradients<T>(
-      grads, reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal), where, tol);
+      grads,
+      reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal, std::nullopt, window),
+      where, tol);
 }
 
 // Runs the passes on fresh inputs of `shape` and compares (the seed is in every message).
 template <class T>
 BwdCheck run_backward_and_compare(const FlashPasses<T>& passes, const FlashShape& shape, bool causal,
-                                  double qk_scale = 1.0, GradientTolerance tol = gradient_tolerance<T>()) {
+                                  double qk_scale = 1.0, GradientTolerance tol = gradient_tolerance<T>(),
+                                  Window window = {}) {
   Rng rng(fresh_seed());
   const BwdInputs<T> in(shape, rng, qk_scale);
   const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
-                            " seed " + std::to_string(rng.seed());
-  return check_backward<T>(passes, in, causal, where, tol);
+                            window_name(window) + " seed " + std::to_string(rng.seed());
+  return check_backward<T>(passes, in, causal, where, tol, window);
 }
 
 // Scores of about +-25 (Q and K of standard deviation 5): P is close to one-hot, and its errors

@@ -17,13 +17,13 @@
 namespace fa2::testing {
 
 template <class T>
-FlashPasses<T> gpu_passes(CudaBwdLaunchFn backward, bool deterministic = false) {
-  return {reference_forward<T>(),
-          [backward, deterministic](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
-                                    TensorView<const T, 3> O, TensorView<const float, 2> L, TensorView<const T, 3> dO,
-                                    bool causal) {
-            return run_backward_with_device_tensors<T>(backward, Q, K, V, O, L, dO, causal, std::nullopt,
-                                                       deterministic);
+FlashPasses<T> gpu_passes(CudaBwdLaunchFn backward, bool deterministic = false, Window window = {}) {
+  return {reference_forward<T>(window),
+          [backward, deterministic, window](TensorView<const T, 3> Q, TensorView<const T, 3> K,
+                                            TensorView<const T, 3> V, TensorView<const T, 3> O,
+                                            TensorView<const float, 2> L, TensorView<const T, 3> dO, bool causal) {
+            return run_backward_with_device_tensors<T>(backward, Q, K, V, O, L, dO, causal, std::nullopt, deterministic,
+                                                       window);
           }};
 }
 

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,11 +47,12 @@ Tensor<T, 3> repeat_kv(TensorView<const T, 3> t, index_t group) {
 // elements than Q.
 template <class T>
 AttentionReference reference_attention_gqa(TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V,
-                                           bool causal, std::optional<double> scale = std::nullopt) {
+                                           bool causal, std::optional<double> scale = std::nullopt,
+                                           Window window = {}) {
   const index_t group = Q.shape()[0] / K.shape()[0];
-  if (group == 1) return reference_attention<T>(Q, K, V, causal, scale);
+  if (group == 1) return reference_attention<T>(Q, K, V, causal, scale, window);
   const auto K_all = repeat_kv<T>(K, group), V_all = repeat_kv<T>(V, group);
-  return reference_attention<T>(Q, K_all.cview(), V_all.cview(), causal, scale);
+  return reference_attention<T>(Q, K_all.cview(), V_all.cview(), causal, scale, window);
 }
 
 // The shapes of the article's test file: the assignment's shape, a long one, ragged last
@@ -83,6 +86,51 @@ FlashRunner<T> host_runner(HostLaunchFn launch) {
   };
 }
 
+// A launcher with flash_fwd_host's signature run with a sliding window.
+template <class T>
+FlashRunner<T> window_runner(HostLaunchFn launch, Window window) {
+  return [launch, window](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return run_with_host_tensors<T>(launch, Q, K, V, causal, std::nullopt, window);
+  };
+}
+
+// " window (left, right)" for messages, empty without one.
+inline std::string window_name(Window w) {
+  return w.bounded() ? " window (" + std::to_string(w.left) + ", " + std::to_string(w.right) + ")" : "";
+}
+
+// The windows the tests run: each side alone, both, zero on both sides (each query sees its own
+// key only), one key to the left, and a bound past every key.
+inline const std::vector<Window>& test_windows() {
+  static const std::vector<Window> windows = {{16, -1}, {-1, 7}, {3, 20}, {0, 0}, {1, 0}, {40, 40}, {5000, -1}};
+  return windows;
+}
+
+// Key tiles wholly outside every query's window must be skipped, not loaded and masked: with
+// queries 0 .. N_q - 1 and window (0, 0), no query sees a key from N_q on, so NaN in K and V
+// there (from `first_unseen` on, rounded up to a whole tile of any kernel here) must leave O and L
+// as they were. A kernel that computed such a tile would multiply its masked weights, 0, by NaN.
+// Returns whether `run` gives the same bits with and without the NaN.
+template <class T>
+bool skips_unseen_key_tiles(const FlashRunner<T>& run, index_t N_q, index_t N_k, index_t D, index_t first_unseen) {
+  Rng rng(fresh_seed());
+  const auto Q = random_normal<T, 3>({2, N_q, D}, rng);
+  const auto K = random_normal<T, 3>({2, N_k, D}, rng), V = random_normal<T, 3>({2, N_k, D}, rng);
+  auto K_nan = Tensor<T, 3>(K.shape()), V_nan = Tensor<T, 3>(V.shape());
+  copy_convert<T, T, 3>(K.cview(), K_nan.view());
+  copy_convert<T, T, 3>(V.cview(), V_nan.view());
+  const T nan = convert<T>(std::numeric_limits<float>::quiet_NaN());
+  for_each_index<3>(K.shape(), [&](const Extents<3>& i) {
+    if (i[1] >= first_unseen) K_nan.view().at(i) = V_nan.view().at(i) = nan;
+  });
+  const auto clean = run(Q.cview(), K.cview(), V.cview(), false);
+  const auto poisoned = run(Q.cview(), K_nan.cview(), V_nan.cview(), false);
+  const auto same = [](const auto& a, const auto& b) {
+    return std::memcmp(a.storage().data(), b.storage().data(), a.storage().size() * sizeof(a.storage()[0])) == 0;
+  };
+  return same(clean.O, poisoned.O) && same(clean.L, poisoned.L);
+}
+
 // Whether a kernel built for `head_dims` takes head dim D (an empty list takes every one).
 inline bool takes_head_dim(const std::vector<int>& head_dims, index_t D) {
   return head_dims.empty() || std::find(head_dims.begin(), head_dims.end(), static_cast<int>(D)) != head_dims.end();
@@ -94,20 +142,21 @@ struct FlashCheck {
   bool ok() const { return O.ok && L.ok; }
 };
 
-// Runs `run` on fresh N(0, 1) inputs of `shape` and compares against the reference.
+// Runs `run` on fresh N(0, 1) inputs of `shape` and compares against the reference (with `window`,
+// which `run` must apply too: window_runner).
 template <class T>
 FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, bool causal,
-                           Tolerance tol = flash_tolerance<T>()) {
+                           Tolerance tol = flash_tolerance<T>(), Window window = {}) {
   Rng rng(fresh_seed());
   const auto Q = random_normal<T, 3>({shape.B, shape.N_q, shape.D}, rng);
   const auto K = random_normal<T, 3>({shape.B_kv(), shape.N_k, shape.D}, rng);
   const auto V = random_normal<T, 3>({shape.B_kv(), shape.N_k, shape.D}, rng);
   const auto out = run(Q.cview(), K.cview(), V.cview(), causal);
-  const auto ref = reference_attention_gqa<T>(Q.cview(), K.cview(), V.cview(), causal);
+  const auto ref = reference_attention_gqa<T>(Q.cview(), K.cview(), V.cview(), causal, std::nullopt, window);
   FlashCheck c{compare_close(out.O.cview(), ref.O.cview(), tol, "O"),
                compare_close(out.L.cview(), ref.L.cview(), tol, "L")};
   const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
-                            " seed " + std::to_string(rng.seed()) + ": ";
+                            window_name(window) + " seed " + std::to_string(rng.seed()) + ": ";
   c.O.what = where + "O";
   c.L.what = where + "L";
   return c;

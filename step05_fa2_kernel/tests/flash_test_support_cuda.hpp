@@ -17,9 +17,9 @@
 namespace fa2::testing {
 
 template <class T>
-FlashRunner<T> gpu_runner(CudaLaunchFn launch) {
-  return [launch](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
-    return run_with_device_tensors<T>(launch, Q, K, V, causal);
+FlashRunner<T> gpu_runner(CudaLaunchFn launch, Window window = {}) {
+  return [launch, window](TensorView<const T, 3> Q, TensorView<const T, 3> K, TensorView<const T, 3> V, bool causal) {
+    return run_with_device_tensors<T>(launch, Q, K, V, causal, std::nullopt, window);
   };
 }
 

@@ -73,6 +73,22 @@ TEST_SUITE("gpu+backward") {
     }
   }
 
+  TEST_CASE_TEMPLATE("GPU backward: a sliding window, causal or not, N_q != N_k both ways, also deterministic", T,
+                     float, fa2::bf16) {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const fa2::Window window : fa2::testing::test_windows()) {
+      for (const FlashShape shape : {FlashShape{2, 170, 145, 64}, {1, 145, 170, 128}, {4, 33, 33, 32, 2}}) {
+        for (bool causal : {false, true}) {
+          for (bool deterministic : {false, true}) {
+            fa2::testing::require_close(fa2::testing::run_backward_and_compare<T>(
+                fa2::testing::gpu_passes<T>(&fa2::flash_bwd_cuda, deterministic, window), shape, causal, 1.0,
+                fa2::testing::gradient_tolerance<T>(), window));
+          }
+        }
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("GPU backward: scores of about +-25 keep the gradients finite and close to the reference", T,
                      float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();

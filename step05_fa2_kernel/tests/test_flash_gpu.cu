@@ -35,6 +35,21 @@ TEST_SUITE("gpu") {
     }
   }
 
+  TEST_CASE_TEMPLATE("GPU: a sliding window, causal or not, N_q != N_k, queries that see no key", T, float, fa2::bf16) {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const fa2::Window window : fa2::testing::test_windows()) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{2, 170, 145, 64}, {1, 145, 170, 128}, {4, 33, 33, 32, 2}}) {
+        for (bool causal : {false, true}) {
+          const auto c = fa2::testing::run_and_compare<T>(fa2::testing::gpu_runner<T>(&fa2::flash_fwd_cuda, window),
+                                                          shape, causal, fa2::testing::flash_tolerance<T>(), window);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+
   TEST_CASE_TEMPLATE("GPU: causal attention with N_q != N_k and every head dim", T, float, fa2::bf16) {
     FA2_SKIP_WITHOUT_GPU();
     for (index_t D : {16, 32, 64, 128}) {

@@ -40,6 +40,49 @@ TEST_SUITE("host") {
     }
   }
 
+  TEST_CASE_TEMPLATE("a sliding window: query q sees keys q - left .. q + right only, causal or not, N_q != N_k", T,
+                     float, fa2::bf16) {
+    // {16, -1} with N_q = 70 > N_k = 45: queries 61 to 69 see no key (O = 0, L = +inf).
+    for (const fa2::Window window : fa2::testing::test_windows()) {
+      for (const fa2::testing::FlashShape shape :
+           {fa2::testing::FlashShape{2, 70, 45, 32}, {1, 45, 70, 64}, {4, 33, 33, 16, 2}}) {
+        for (bool causal : {false, true}) {
+          const auto c = fa2::testing::run_and_compare<T>(fa2::testing::window_runner<T>(&fa2::flash_fwd_host, window),
+                                                          shape, causal, fa2::testing::flash_tolerance<T>(), window);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+  }
+
+  TEST_CASE("key tiles wholly outside the window are skipped: NaN in their keys and values changes nothing") {
+    // 20 queries with window (0, 0) see keys 0 to 19, in key tiles 0 and 1 of 16: tiles 2 to 7
+    // (keys 32 to 127) must not be read.
+    CHECK(fa2::testing::skips_unseen_key_tiles<float>(
+        fa2::testing::window_runner<float>(&fa2::flash_fwd_host, fa2::Window{0, 0}), 20, 128, 32, 32));
+    // The check itself: without the window every key is seen, and the NaN reaches O.
+    CHECK_FALSE(fa2::testing::skips_unseen_key_tiles<float>(fa2::testing::host_runner<float>(&fa2::flash_fwd_host), 20,
+                                                            128, 32, 32));
+  }
+
+  TEST_CASE("a query that sees no key (window bounded on the left, N_q > N_k) gets O = 0 and L = +inf exactly") {
+    fa2::Rng rng(fa2::fresh_seed());
+    INFO("seed ", rng.seed());
+    const index_t N_q = 50, N_k = 20, D = 32, left = 5;  // queries 25 to 49 see no key
+    const auto Q = fa2::random_normal<float, 3>({1, N_q, D}, rng), K = fa2::random_normal<float, 3>({1, N_k, D}, rng),
+               V = fa2::random_normal<float, 3>({1, N_k, D}, rng);
+    const auto out = fa2::run_with_host_tensors<float>(&fa2::flash_fwd_host, Q.cview(), K.cview(), V.cview(), false,
+                                                       std::nullopt, fa2::Window{left, -1});
+    int wrong = 0;
+    for (index_t q = N_k + left; q < N_q; ++q) {
+      wrong += out.L(0, q) != std::numeric_limits<float>::infinity();
+      for (index_t d = 0; d < D; ++d) wrong += out.O(0, q, d) != 0.0f;
+    }
+    CHECK(wrong == 0);
+    CHECK(std::isfinite(out.L(0, N_k + left - 1)));  // the last query that sees one
+  }
+
   TEST_CASE("every head dim and lengths below one tile work") {
     for (index_t D : {16, 32, 64, 128}) {
       for (const fa2::testing::FlashShape shape :
@@ -142,6 +185,14 @@ TEST_SUITE("validation") {
     a = f.args();
     a.l_shape = {2, 19};
     check_rejects(a, "L.shape");
+  }
+  TEST_CASE("a window bound below -1 is rejected naming its side") {
+    Fixture f;
+    auto a = f.args();
+    a.window = {-2, 0};
+    check_rejects(a, "window.left: got -2, allowed -1 (no bound) or a count of keys >= 0");
+    a.window = {0, -5};
+    check_rejects(a, "window.right: got -5");
   }
   TEST_CASE("a head dim that is not contiguous is rejected") {
     Fixture f;

@@ -31,6 +31,7 @@ struct FlashFwdKernel {
   static constexpr int Q_TILE = Cfg::Q_TILE;
   static constexpr int K_TILE = Cfg::K_TILE;
   static constexpr int num_threads = Cfg::num_warps * 32;
+  static constexpr bool takes_window = true;  // reads p.window_left and p.window_right
   using Params = FlashFwdParams<T>;
 
   struct Shared {  // rows padded against bank conflicts (tile_dot.hpp)
@@ -75,7 +76,23 @@ struct FlashFwdKernel {
     load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);
     const auto q_pos = row_positions<Scores>(prog, query_tile_index * Q_TILE);  // (Q_TILE, 1)
 
-    for (index_t j = 0; j < cdiv<index_t>(p.N_KEYS, K_TILE); ++j) {
+    // The key tiles this query tile can see: all of them, or with a sliding window only those from
+    // the tile holding key q_first - left to the one holding key q_last + right; the tiles wholly
+    // outside are skipped, neither loaded nor computed. (Without a window the bounds lie past
+    // every key, flash_fwd.hpp's kernel_window, and the range is every tile.)
+    index_t first_key_tile = 0, end_key_tile = 0;
+    // BEGIN SOLUTION step05: the window's key tiles [first_key_tile, end_key_tile), and K_ptr and V_ptr moved to the first uses(p, query_tile_index, K_ptr, V_ptr)
+    const index_t q_first = query_tile_index * Q_TILE;
+    const index_t q_last = (q_first + Q_TILE < p.N_QUERIES ? q_first + Q_TILE : p.N_QUERIES) - 1;
+    first_key_tile = (q_first > p.window_left ? q_first - p.window_left : 0) / K_TILE;
+    const index_t key_tiles_in_all = (p.N_KEYS + K_TILE - 1) / K_TILE;
+    end_key_tile = (q_last + p.window_right) / K_TILE + 1;
+    if (end_key_tile > key_tiles_in_all) end_key_tile = key_tiles_in_all;
+    K_ptr = K_ptr.advance({first_key_tile * K_TILE, 0});
+    V_ptr = V_ptr.advance({first_key_tile * K_TILE, 0});
+    // END SOLUTION step05
+
+    for (index_t j = first_key_tile; j < end_key_tile; ++j) {
       const auto k_pos = col_positions<Scores>(prog, j * K_TILE);  // (1, K_TILE)
 
       // BEGIN SOLUTION step05: load K_j and V_j into shared memory, then wait for the whole block uses(prog, K_ptr, V_ptr, smem)
@@ -87,13 +104,15 @@ struct FlashFwdKernel {
       auto S_ij = dot_abt(prog, smem.Q_i, smem.K_j, smem.stage) * p.scale;  // (Q_TILE, K_TILE)
 
       // Which scores count: real keys only (the last K tile is zero-padded past N_KEYS, and a
-      // zero key scores exactly 0, not -inf), and with the causal mask, no key after the query.
+      // zero key scores exactly 0, not -inf), only keys inside the window (given here), and with the
+      // causal mask, no key after the query.
       auto keep = Frag<bool, Scores>::filled(true);
+      keep = keep & (q_pos - p.window_left <= k_pos) & (k_pos - p.window_right <= q_pos);  // inside the window
       // A large negative number rather than -inf: a row whose scores were all -inf would give
       // exp(-inf - (-inf)) = NaN. With -1e6, a masked key's weight underflows to exactly 0 once
       // the row has seen a real key. The hazard left: a row with no visible key at all would
-      // average the masked values with weight 1 each. It cannot happen here (every query sees
-      // key 0), but a kernel that allows such rows must handle them explicitly.
+      // average the masked values with weight 1 each. Without a window every query sees key 0;
+      // with one bounded on the left such rows exist, and the end of the program handles them.
       // BEGIN SOLUTION step05: with the causal mask, no key after its query either; then -1e6 wherever keep is false uses(keep, k_pos, q_pos, S_ij)
       if constexpr (Cfg::is_causal) {
         keep = keep & (k_pos <= q_pos);
@@ -125,13 +144,18 @@ struct FlashFwdKernel {
     }
 
     // Normalise once, store O in the input dtype and L = m + log(l) in float32; rows past
-    // N_QUERIES (computed from zero-padded queries) are never written.
+    // N_QUERIES (computed from zero-padded queries) are never written. A row that sees no key at
+    // all (a window bounded on the left, the query more than `left` past the last key) summed
+    // only masked keys: it gets O = 0 and L = +inf instead (common/window.hpp says why).
     Frag<float, Rows> O_i{};      // (Q_TILE, D)
     RowVec<float, Scores> L_i{};  // (Q_TILE,)
     // BEGIN SOLUTION step05: divide O_acc by l_i once, and the logsumexp L_i = m_i + log(l_i) uses(O_acc, l_i, m_i)
     O_i = O_acc / l_i;
     L_i = m_i + log(l_i);
     // END SOLUTION step05
+    const index_t last_seeing_query = p.N_KEYS - 1 + p.window_left;  // queries after it see no key
+    O_i = where(row_positions<Rows>(prog, query_tile_index * Q_TILE) <= last_seeing_query, O_i, 0.0f);
+    L_i = where(q_pos <= last_seeing_query, L_i, std::numeric_limits<float>::infinity());
     O_i.template to<T>();
     store(prog, O_ptr, O_i, boundary_check<0, 1>);
     L_i.template to<float>();

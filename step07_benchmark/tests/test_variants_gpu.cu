@@ -134,6 +134,38 @@ TEST_SUITE("gpu+variants") {
     }
   }
 
+  TEST_CASE("GPU: every v5 row and the fast forward take a sliding window, v6 refuses it and fast runs v5") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto& v : kernel_variants()) {
+      if ((v.family != "fast" && v.key != "fast") || !runs_here(v) || v.cuda == nullptr) continue;
+      INFO(v.name());
+      for (const fa2::Window window : fa2::testing::test_windows()) {
+        for (const int D : {32, 64, 128}) {
+          if (!fa2::testing::takes_head_dim(v.head_dims, D)) continue;
+          for (const fa2::testing::FlashShape shape :
+               {fa2::testing::FlashShape{2, 300, 257, D}, {1, 257, 300, D}, {4, 130, 130, D, 2}}) {
+            for (bool causal : {false, true}) {
+              const auto c =
+                  fa2::testing::run_and_compare<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda, window), shape, causal,
+                                                           fa2::testing::flash_tolerance<fa2::bf16>(), window);
+              CHECK_MESSAGE(c.O.ok, c.O.summary());
+              CHECK_MESSAGE(c.L.ok, c.L.summary());
+            }
+          }
+        }
+      }
+      // 20 queries with window (0, 0) see keys 0 to 19: the tiles from key 128 on are never read.
+      CHECK(fa2::testing::skips_unseen_key_tiles<fa2::bf16>(gpu_runner<fa2::bf16>(v.cuda, fa2::Window{0, 0}), 20, 1024,
+                                                            64, 128));
+    }
+    fa2::Tensor<fa2::bf16, 3> x(fa2::Extents<3>{1, 64, 64});
+    fa2::Tensor<float, 2> l(fa2::Extents<2>{1, 64});
+    auto args = fa2::make_flash_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.view(), l.view(), false);
+    args.window = {8, 0};
+    CHECK(fa2::fast::hopper_unsupported_reason(args) == "window: v6 takes no sliding window (v5 does)");
+    CHECK(fa2::fast::best_forward(args) == "v5 (window: v6 takes no sliding window (v5 does))");
+  }
+
   TEST_CASE("GPU: every bf16 variant handles causal N_q != N_k, ragged tiles and odd lengths") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
@@ -257,6 +289,37 @@ TEST_SUITE("gpu+variants") {
           for (bool deterministic : {false, true}) {
             check_backward_shape(v->cuda_backward, {16, 300, 257, D, group}, 1.0,
                                  fa2::testing::gradient_tolerance<fa2::bf16>(), deterministic);
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("GPU: v5's backwards and the fast one take a sliding window, also deterministic, and v6b refuses it") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      if (v->family == "hopper" || v->key.starts_with("v6b")) {
+        fa2::Tensor<fa2::bf16, 3> x(fa2::Extents<3>{1, 64, 64});
+        INFO(v->name());
+        CHECK_THROWS_WITH(fa2::run_backward_with_device_tensors<fa2::bf16>(
+                              v->cuda_backward, x.cview(), x.cview(), x.cview(), x.cview(),
+                              fa2::Tensor<float, 2>(fa2::Extents<2>{1, 64}).cview(), x.cview(), false, std::nullopt,
+                              false, fa2::Window{8, 0}),
+                          doctest::Contains("window: v6b takes no sliding window"));
+        continue;
+      }
+      INFO(v->name());
+      for (const fa2::Window window : fa2::testing::test_windows()) {
+        for (const auto D : v->head_dims) {
+          for (const fa2::testing::FlashShape shape :
+               {fa2::testing::FlashShape{2, 300, 257, D}, {1, 257, 300, D}, {4, 130, 130, D, 2}}) {
+            for (bool causal : {false, true}) {
+              for (bool deterministic : {false, true}) {
+                fa2::testing::require_close(fa2::testing::run_backward_and_compare<fa2::bf16>(
+                    fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, deterministic, window), shape, causal, 1.0,
+                    fa2::testing::gradient_tolerance<fa2::bf16>(), window));
+              }
+            }
           }
         }
       }

@@ -40,6 +40,27 @@ TEST_SUITE("variants") {
     }
   }
 
+  TEST_CASE("step 5's tile variants take a sliding window on the host path, and the ladder refuses one naming it") {
+    for (const auto& v : kernel_variants()) {
+      if (v.host == nullptr) continue;
+      INFO(v.name());
+      const fa2::Window window{9, 3};
+      if (v.family == "ours") {
+        const auto c =
+            fa2::testing::run_and_compare<float>(fa2::testing::window_runner<float>(v.host, window), {2, 70, 45, 64},
+                                                 true, fa2::testing::flash_tolerance<float>(), window);
+        CHECK_MESSAGE(c.O.ok, c.O.summary());
+        CHECK_MESSAGE(c.L.ok, c.L.summary());
+      } else {
+        CHECK_THROWS_WITH_AS(fa2::testing::window_runner<float>(v.host, window)(
+                                 fa2::Tensor<float, 3>(fa2::Extents<3>{1, 16, 64}).cview(),
+                                 fa2::Tensor<float, 3>(fa2::Extents<3>{1, 16, 64}).cview(),
+                                 fa2::Tensor<float, 3>(fa2::Extents<3>{1, 16, 64}).cview(), false),
+                             doctest::Contains("window: "), std::invalid_argument);
+      }
+    }
+  }
+
   TEST_CASE("the variants table has unique keys, step05's kernel first, and the tuned v5 last") {
     const auto& table = kernel_variants();
     REQUIRE(table.size() >= 2);

@@ -34,6 +34,9 @@ std::string v5_conditions(const FlashFwdArgs& a) {
   if (D != 32 && D != 64 && D != 128) return "head_dim: the fast kernel takes 32, 64 or 128";
   if (!(softmax_scale(a) > 0.0f)) return "scale: the fast kernel needs a positive softmax scale";
   if (a.q_shape[1] >= (index_t{1} << 31) || a.k_shape[1] >= (index_t{1} << 31)) return "seq: lengths must be < 2^31";
+  if (a.window.bounded() && a.q_shape[1] + a.k_shape[1] >= (index_t{1} << 31)) {
+    return "window: with a sliding window the fast kernel takes N_q + N_k < 2^31";
+  }
   // cp.async moves 16-byte chunks: every row must start on a 16-byte boundary.
   for (const auto& [ptr, strides] :
        {std::pair{a.q, a.q_strides}, std::pair{a.k, a.k_strides}, std::pair{a.v, a.v_strides},

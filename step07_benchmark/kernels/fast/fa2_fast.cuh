@@ -155,10 +155,19 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
   const int q0 = q_tile * BM;
   const WarpPlace w{static_cast<int>(threadIdx.x) % 32, warp * 16 * Cfg::WARP_M, q0 + warp * 16 * Cfg::WARP_M};
   const index_t kv = bh / p.kv_group;  // grouped-query attention: the head's K and V
-  const KeyStream<Cfg> ks{p, p.K + kv * p.stride_kb, p.V + kv * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1};
 
-  // Causal: keys after the block's last real query are invisible to all of it.
-  const int n_tiles = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
+  // Causal: keys after the block's last real query are invisible to all of it. A sliding
+  // window: so are the keys before its first query's window and after its last query's.
+  int first_tile = 0, end_tile = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
+  if constexpr (Cfg::WINDOW) {
+    const int last_query = (q0 + BM < p.N_QUERIES ? q0 + BM : p.N_QUERIES) - 1;
+    first_tile = (q0 > p.window_left ? q0 - p.window_left : 0) / BN;
+    const int window_end = (last_query + p.window_right) / BN + 1;
+    end_tile = window_end < end_tile ? window_end : end_tile;
+  }
+  const int n_tiles = end_tile > first_tile ? end_tile - first_tile : 0;
+  const KeyStream<Cfg> ks{
+      p, p.K + kv * p.stride_kb, p.V + kv * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1, first_tile};
 
   RowState<Cfg> st;
   init_row_state<Cfg>(st);
@@ -172,7 +181,7 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
     key_loop_joint_wait<Cfg>(ks, n_tiles, st, qf, sQ, w);
   }
   cp_async_wait<0>();  // nothing may still be landing in shared memory when the block moves on
-  write_output<Cfg>(p, st, w, q0, bh, sQ);
+  write_output<Cfg, Cfg::WINDOW>(p, st, w, q0, bh, sQ);
 }
 
 template <class Cfg>

@@ -48,6 +48,7 @@ std::string backward_refusal(const FlashBwdArgs& a) {
 }
 
 std::string v6b_refusal_beyond_backward(const FlashBwdArgs& a) {
+  if (a.window.bounded()) return "window: v6b takes no sliding window (v5's backward does)";
   if (a.q_shape[2] != 64 && a.q_shape[2] != 128) return "head_dim: v6b takes 64 or 128";
   // The grid is (batch, key tiles of 128): CUDA caps y at 65535.
   if (cdiv<index_t>(a.k_shape[1], 128) > 65535) {

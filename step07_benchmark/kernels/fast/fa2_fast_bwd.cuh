@@ -48,6 +48,8 @@ struct FastBwdOptions {
                                // i + 1, so one barrier per step instead of two
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
+  bool window = false;         // a sliding window's query-tile range and masks; also built both
+                               // ways (Cfg::Windowed)
 };
 
 template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
@@ -68,6 +70,8 @@ struct FastBwdConfig {
   static constexpr int DS_STAGES = DEFERRED_DQ ? 2 : 1;
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = FastBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
+  static constexpr bool WINDOW = OPT.window;
+  using Windowed = FastBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
   // What the forward's tile helpers (tile_offset, load_tile_async, the ldmatrix addresses) read.
   static constexpr bool SWIZZLE = true;
   static constexpr int CHUNKS = D / 8;
@@ -123,7 +127,10 @@ struct FastBwdParams {
   index_t stride_dkb, stride_dkk;
   index_t stride_dvb, stride_dvk;
   int N_QUERIES, N_KEYS;
-  int kv_group;      // grouped-query attention: query batch elements per K and V batch element
+  int kv_group;  // grouped-query attention: query batch elements per K and V batch element
+  // A sliding window (v5's backward, its Cfg::Windowed twins), as FastParams has it.
+  bool windowed;
+  int window_left, window_right;
   float scale;       // dK and dQ are multiplied by it once, at the end
   float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
   // Deterministic dQ (dq_turns.cuh): the kernels built for it take turns on one counter per
@@ -151,24 +158,39 @@ __device__ __forceinline__ int key_tile_of_block() {
 // The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
 // parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
 // they and the divisor's reciprocal would take registers the kernels at the edge do not have.
-template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC>
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false>
 struct QueryWalk {
   __device__ __forceinline__ static int fresh(int x) {
     asm volatile("" : "+r"(x));
     return x;
   }
-  __device__ __forceinline__ static int m_begin() {
-    return CAUSAL ? fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N / BLOCK_M : 0;
+  // With a sliding window (WINDOW: the kernels built for one) the walk also leaves out the query
+  // tiles before the first query whose window reaches the tile's first key (k0 - right) and
+  // after the last whose window reaches its last key (k_last + left).
+  __device__ __forceinline__ static int m_begin(const FastBwdParams& p) {
+    const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
+    int first = CAUSAL ? k0 / BLOCK_M : 0;
+    if (WINDOW && k0 > p.window_right && (k0 - p.window_right) / BLOCK_M > first) {
+      first = (k0 - p.window_right) / BLOCK_M;
+    }
+    return first;
   }
   __device__ __forceinline__ static int tiles(const FastBwdParams& p) {
-    const int m_end = (fresh(p.N_QUERIES) + BLOCK_M - 1) / BLOCK_M, first = m_begin();
+    int m_end = (fresh(p.N_QUERIES) + BLOCK_M - 1) / BLOCK_M;
+    if (WINDOW) {
+      const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
+      const int k_last = (k0 + BLOCK_N < p.N_KEYS ? k0 + BLOCK_N : p.N_KEYS) - 1;
+      const int window_end = (k_last + p.window_left) / BLOCK_M + 1;
+      m_end = window_end < m_end ? window_end : m_end;
+    }
+    const int first = m_begin(p);
     return m_end > first ? m_end - first : 0;
   }
   __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.kv_group * tiles(p); }
   __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
     return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.kv_group)) + t / tiles(p);
   }
-  __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin() + t % tiles(p); }
+  __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin(p) + t % tiles(p); }
 };
 
 inline constexpr float kLog2e = 1.4426950408889634f;
@@ -318,15 +340,22 @@ struct KeyWarp {
 
 // S^T becomes P^T = 2^(S^T scale_log2 - L log2 e) in place. Keys past N_KEYS (the padded last
 // tile; their K rows are zero, so without the mask P would be 2^-L, which overflows for very
-// negative L) and, when causal, keys after the query (top-left mask) give exactly 0. Padded
+// negative L), when causal keys after the query (top-left mask), and keys outside a sliding
+// window give exactly 0 (a query that sees no key has L = +inf, and P = 0 throughout). Padded
 // query rows need no mask: Q, dO, L and D_i are zero-filled there, so P = 1 but dP = 0 and
 // dS = 0, nothing reaches dK or dV, and their dQ rows are never added.
 template <class Cfg>
-__device__ __forceinline__ void probabilities(KeyByQuery<Cfg>& s, const float* sL, int q0, int N_KEYS, float scale_log2,
+__device__ __forceinline__ void probabilities(KeyByQuery<Cfg>& s, const float* sL, int q0, const FastBwdParams& p,
                                               const KeyWarp& w) {
+  const int N_KEYS = p.N_KEYS;
+  const float scale_log2 = p.scale_log2;
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
   const bool ragged = w.key0 + Cfg::WARP_KEYS > N_KEYS;
   const bool straddles = Cfg::CAUSAL && w.key0 + Cfg::WARP_KEYS - 1 > q0;  // a key of the warp after a query
+  // A window's edge crosses the warp's keys for some query of the step: its left edge (the last
+  // query's first key) or its right edge (the first query's last key).
+  const bool window_edge = Cfg::WINDOW && (w.key0 < q0 + Cfg::BLOCK_M - 1 - p.window_left ||
+                                           w.key0 + Cfg::WARP_KEYS - 1 > q0 + p.window_right);
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 L = *reinterpret_cast<const float2*>(sL + t * 8 + c);
@@ -336,9 +365,10 @@ __device__ __forceinline__ void probabilities(KeyByQuery<Cfg>& s, const float* s
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         float x = fmaf(s[mt][t][e], scale_log2, neg_l[e & 1]);
-        if (ragged || straddles) {
+        if (ragged || straddles || window_edge) {
           const int key = w.key0 + 16 * mt + g + 8 * (e >> 1), query = q0 + t * 8 + c + (e & 1);
           if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) x = -INFINITY;
+          if (window_edge && (key < query - p.window_left || key > query + p.window_right)) x = -INFINITY;
         }
         s[mt][t][e] = exp2_approx(x);
       }
@@ -461,7 +491,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
 
   // The query tiles it meets, of every query batch element of its group (one, without grouped-
   // query attention).
-  using Walk = QueryWalk<BM, BN, Cfg::CAUSAL, Cfg::DETERMINISTIC>;
+  using Walk = QueryWalk<BM, BN, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW>;
 
   // dQ_i's share of step t's query tile (dS^T in sdS_t) into dQ_accum; deterministic, in this key
   // tile's turn (dq_turns.cuh): thread 0 waits for it, the block's barrier passes it on, and each
@@ -472,7 +502,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
     std::int32_t* const counter = p.dq_semaphores + bh * p.stride_semb + m;
     if constexpr (Cfg::DETERMINISTIC) {
       if (threadIdx.x == 0) {
-        const int after = last_key_tile(m, static_cast<int>(gridDim.y), BM, BN, Cfg::CAUSAL) - key_tile;
+        const int last =
+            last_key_tile(m, static_cast<int>(gridDim.y), BM, BN, Cfg::CAUSAL, Cfg::WINDOW ? p.window_right : -1);
+        const int after = last - key_tile;
         wait_for_turn(counter, Cfg::NUM_WARPS * after);
       }
       __syncthreads();
@@ -533,7 +565,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
 
     KeyByQuery<Cfg> s, dp;
     keys_times_rows_t<Cfg>(s, kf, sK, sQi, w.key_row0, w.lane);  // S^T = K_j Q_i^T
-    probabilities<Cfg>(s, sL + stage * BM, q0, p.N_KEYS, p.scale_log2, w);
+    probabilities<Cfg>(s, sL + stage * BM, q0, p, w);
     keys_times_rows_t<Cfg>(dp, vf, sV, sdOi, w.key_row0, w.lane);  // dP^T = V_j dO_i^T
     accumulate_keys_by_dim<Cfg>(dv, s, sdOi, w.lane);              // dV_j += P^T dO_i
     score_gradients<Cfg>(dp, s, sD + stage * BM, w.lane);          // dS^T = P^T (dP^T - D_i)

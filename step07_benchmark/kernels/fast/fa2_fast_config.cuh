@@ -27,7 +27,18 @@ struct FastOptions {
   bool causal_pairs = false;  // causal: a block does query tiles i and n-1-i (equal work per block)
   bool overlap = false;       // S of tile j+1 is computed before the softmax of tile j, so the
                               // tensor cores and the exp unit work at the same time
+  bool window = false;        // a sliding window's tile range and masks; not a row's choice: every
+                              // configuration is built both ways (Cfg::Windowed)
 };
+
+// A configuration's options (FastOptions, FastBwdOptions) with a sliding window: its tile ranges
+// and masks would cost the default kernels registers they do not have, so every configuration is
+// compiled twice and the launch picks the twin when the arguments have a window (Cfg::Windowed).
+template <class Options>
+constexpr Options windowed_twin(Options o) {
+  o.window = true;
+  return o;
+}
 
 template <int D_, int WARP_M_, int NUM_WARPS_, int BLOCK_N_, bool CAUSAL_, FastOptions OPT = FastOptions{}>
 struct FastConfig {
@@ -45,6 +56,8 @@ struct FastConfig {
   static constexpr bool O_VIA_SMEM = OPT.o_via_smem;
   static constexpr bool CAUSAL_PAIRS = OPT.causal_pairs && CAUSAL_;
   static constexpr bool OVERLAP = OPT.overlap;
+  static constexpr bool WINDOW = OPT.window;
+  using Windowed = FastConfig<D_, WARP_M_, NUM_WARPS_, BLOCK_N_, CAUSAL_, windowed_twin(OPT)>;
   static_assert(!OVERLAP || (STAGES == 2 && OPT.split_kv), "the overlapped loop needs split, double-buffered K/V");
   static constexpr int CHUNKS = D / kChunkElems;  // 16-byte chunks per row of Q, K, V
   // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
@@ -72,7 +85,12 @@ struct FastParams {
   index_t stride_ob, stride_oq;
   index_t stride_lb, stride_lq;
   int N_QUERIES, N_KEYS;
-  int kv_group;      // grouped-query attention: (batch, head) bh reads K and V at bh / kv_group
+  int kv_group;  // grouped-query attention: (batch, head) bh reads K and V at bh / kv_group
+  // A sliding window (v5's twins built for it, Cfg::WINDOW): query q sees keys q - window_left ..
+  // q + window_right. Without one, `windowed` is false and the bounds (N_QUERIES, N_KEYS) are
+  // past every key.
+  bool windowed;
+  int window_left, window_right;
   int n_q_tiles;     // cdiv(N_QUERIES, BLOCK_M)
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
 };

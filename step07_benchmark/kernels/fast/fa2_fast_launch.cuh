@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,9 @@ inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
   p.kv_group = static_cast<int>(kv_group(a));
+  p.windowed = a.window.bounded();
+  p.window_left = static_cast<int>(std::min(kernel_window(a).left, a.q_shape[1]));
+  p.window_right = static_cast<int>(std::min(kernel_window(a).right, a.k_shape[1]));
   p.n_q_tiles = static_cast<int>(cdiv<index_t>(a.q_shape[1], block_m));
   p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
   return p;
@@ -70,6 +74,9 @@ inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
   p.kv_group = static_cast<int>(kv_group(forward_args(a)));
+  p.windowed = a.window.bounded();
+  p.window_left = static_cast<int>(std::min(kernel_window(forward_args(a)).left, a.q_shape[1]));
+  p.window_right = static_cast<int>(std::min(kernel_window(forward_args(a)).right, a.k_shape[1]));
   p.scale = softmax_scale(forward_args(a));
   p.scale_log2 = p.scale * kLog2e;
   p.deterministic = a.deterministic;
@@ -99,12 +106,20 @@ void opt_in_shared_memory(Kernel* kernel, std::size_t bytes, const DeviceInfo& d
 template <class Cfg>
 void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
   const FastParams p = make_fast_params(plan.args, Cfg::BLOCK_M);
-  static std::atomic<std::uint64_t> opted_in{0};
-  opt_in_shared_memory(fast_fwd_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, plan.kernel);
   const int blocks_x = Cfg::CAUSAL_PAIRS ? (p.n_q_tiles + 1) / 2 : p.n_q_tiles;
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(plan.args.q_shape[0]));
-  fast_fwd_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
+  // The configuration as asked, or its twin compiled for a sliding window.
+  const auto launch = [&]<class C>() {
+    static std::atomic<std::uint64_t> opted_in{0};
+    opt_in_shared_memory(fast_fwd_kernel<C>, C::smem_bytes, current_device(), opted_in, plan.kernel);
+    fast_fwd_kernel<C><<<grid, C::NUM_THREADS, C::smem_bytes, stream>>>(p);
+    FA2_CUDA_CHECK_LAUNCH();
+  };
+  if (p.windowed) {
+    launch.template operator()<typename Cfg::Windowed>();
+  } else {
+    launch.template operator()<Cfg>();
+  }
 }
 
 // One configuration of v5's backward: its three launches.
@@ -127,7 +142,7 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
-  // The configuration as asked, or its twin compiled for deterministic dQ.
+  // The configuration as asked, or its twin compiled for deterministic dQ, a window or both.
   const auto key_tiles = [&]<class C>() {
     static std::atomic<std::uint64_t> opted_in{0};
     opt_in_shared_memory(fast_bwd_kernel<C>, C::smem_bytes, current_device(), opted_in, plan.kernel);
@@ -135,7 +150,13 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
     fast_bwd_kernel<C><<<grid, C::NUM_THREADS, C::smem_bytes, stream>>>(p);
     FA2_CUDA_CHECK_LAUNCH();
   };
-  if (a.deterministic) {
+  if (a.window.bounded()) {
+    if (a.deterministic) {
+      key_tiles.template operator()<typename Cfg::Windowed::Deterministic>();
+    } else {
+      key_tiles.template operator()<typename Cfg::Windowed>();
+    }
+  } else if (a.deterministic) {
     key_tiles.template operator()<typename Cfg::Deterministic>();
   } else {
     key_tiles.template operator()<Cfg>();

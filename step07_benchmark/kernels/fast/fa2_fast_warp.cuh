@@ -70,13 +70,20 @@ __device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<
   }
 }
 
-// Keys past N_KEYS (the padded last tile) and, when causal, keys after the query become -inf.
-// Only the tiles that need it pay for it.
+// Keys past N_KEYS (the padded last tile), when causal keys after the query, and with a sliding
+// window (`windowed_by`, v5's parameters; v6 passes none) keys outside it become -inf. Only the
+// tiles that need it pay for it.
 template <class Cfg>
-__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_KEYS, const WarpPlace& w) {
+__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_KEYS, const WarpPlace& w,
+                                            const FastParams* windowed_by = nullptr) {
   const bool ragged = k0 + Cfg::BLOCK_N > N_KEYS;
   const bool straddles = Cfg::CAUSAL && k0 + Cfg::BLOCK_N - 1 > w.q0_warp;  // crosses this warp's diagonal
-  if (!ragged && !straddles) return;
+  // A window's edge crosses the tile for some row of the warp: its left edge (the last row's
+  // first key) or its right edge (the first row's last key).
+  const FastParams* p = windowed_by;
+  const bool window_edge = p != nullptr && (k0 < w.q0_warp + 16 * Cfg::WARP_M - 1 - p->window_left ||
+                                            k0 + Cfg::BLOCK_N - 1 > w.q0_warp + p->window_right);
+  if (!ragged && !straddles && !window_edge) return;
 #pragma unroll
   for (int mt = 0; mt < Cfg::WARP_M; ++mt)
 #pragma unroll
@@ -87,6 +94,7 @@ __device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_KE
         const int key = k0 + t * 8 + at.col;
         const int query = w.q0_warp + mt * 16 + at.row;
         if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
+        if (window_edge && (key < query - p->window_left || key > query + p->window_right)) s[mt][t][e] = -INFINITY;
       }
 }
 
@@ -162,8 +170,11 @@ __device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrag
 }
 
 // O / l once and L = ln 2 * (m + log2 l), rows past N_QUERIES skipped. With O_VIA_SMEM the tile goes
-// through shared memory (sQ, no longer needed) and leaves in whole 16-byte chunks.
-template <class Cfg>
+// through shared memory (sQ, no longer needed) and leaves in whole 16-byte chunks. MAY_SEE_NO_KEY
+// (v5, which takes a sliding window): a row whose l is 0 saw no key and gets O = 0, L = +inf
+// (common/window.hpp); v6 takes no window, and its kernels at the edge of their registers skip
+// the test.
+template <class Cfg, bool MAY_SEE_NO_KEY = false>
 __device__ __forceinline__ void write_output(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w, int q0,
                                              index_t bh, __nv_bfloat16* sQ) {
   constexpr float kLn2 = 0.6931471805599453f;
@@ -180,7 +191,7 @@ __device__ __forceinline__ void write_output(const FastParams& p, const RowState
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const int row = w.warp_row0 + mt * 16 + g + 8 * h;  // inside the block
       const int query = q0 + row;
-      const float inv = 1.0f / sum;
+      const float inv = !MAY_SEE_NO_KEY || sum > 0.0f ? 1.0f / sum : 0.0f;
       if constexpr (Cfg::O_VIA_SMEM) {
 #pragma unroll
         for (int t = 0; t < Cfg::D / 8; ++t) {
@@ -196,7 +207,8 @@ __device__ __forceinline__ void write_output(const FastParams& p, const RowState
         }
       }
       if (query < p.N_QUERIES && (w.lane & 3) == 0) {
-        Lb[static_cast<index_t>(query) * p.stride_lq] = (st.m[mt][h] + log2f(sum)) * kLn2;
+        Lb[static_cast<index_t>(query) * p.stride_lq] =
+            !MAY_SEE_NO_KEY || sum > 0.0f ? (st.m[mt][h] + log2f(sum)) * kLn2 : INFINITY;
       }
     }
   if constexpr (Cfg::O_VIA_SMEM) {
@@ -224,6 +236,7 @@ struct KeyStream {
   __nv_bfloat16* sK;
   __nv_bfloat16* sV;
   int last_query_of_warp;  // causal: the warp's last query row
+  int first_tile;          // the loops' tile j is key tile first_tile + j (a window skips those before)
 
   __device__ __forceinline__ __nv_bfloat16* K_stage(int j) const {
     return sK + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
@@ -232,20 +245,20 @@ struct KeyStream {
     return sV + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
   }
   __device__ __forceinline__ void load_K(int j) const {
-    load_tile_async<Cfg, Cfg::BLOCK_N>(K_stage(j), Kb, p.stride_kk, j * Cfg::BLOCK_N, p.N_KEYS);
+    load_tile_async<Cfg, Cfg::BLOCK_N>(K_stage(j), Kb, p.stride_kk, (first_tile + j) * Cfg::BLOCK_N, p.N_KEYS);
   }
   __device__ __forceinline__ void load_V(int j) const {
-    load_tile_async<Cfg, Cfg::BLOCK_N>(V_stage(j), Vb, p.stride_vk, j * Cfg::BLOCK_N, p.N_KEYS);
+    load_tile_async<Cfg, Cfg::BLOCK_N>(V_stage(j), Vb, p.stride_vk, (first_tile + j) * Cfg::BLOCK_N, p.N_KEYS);
   }
   // A warp whose queries all come before a tile's first key has nothing to do with that tile.
   __device__ __forceinline__ bool sees(int j) const {
-    return !Cfg::CAUSAL || causal_tile_needed(j, last_query_of_warp, Cfg::BLOCK_N);
+    return !Cfg::CAUSAL || causal_tile_needed(first_tile + j, last_query_of_warp, Cfg::BLOCK_N);
   }
   // S_j = Q K_j^T for this warp's rows, masked (mask_scores): K_j must have landed.
   __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
                                          const WarpPlace& w) const {
     compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
-    mask_scores<Cfg>(s, j * Cfg::BLOCK_N, p.N_KEYS, w);
+    mask_scores<Cfg>(s, (first_tile + j) * Cfg::BLOCK_N, p.N_KEYS, w, Cfg::WINDOW ? &p : nullptr);
   }
 };
 
