@@ -118,7 +118,9 @@ class SharedMemoryChecker {
     e.cols = TileT::cols;
     e.row = static_cast<int>(index / TileT::ld);
     e.col = static_cast<int>(index % TileT::ld);
-    e.dtype = std::is_same_v<T, float> ? "float" : (std::is_same_v<T, bf16> ? "bf16" : "element");
+    e.dtype = std::is_same_v<T, float>
+                  ? "float"
+                  : (std::is_same_v<T, bf16> ? "bf16" : (std::is_same_v<T, fp16> ? "fp16" : "element"));
     return e;
   }
 

@@ -12,7 +12,7 @@ namespace fa2 {
 
 void flash_bwd_cuda(const FlashBwdArgs& args, cudaStream_t stream) {
   launch_flash_bwd<step05::FlashBwdPreprocess, step05::FlashBwdKernel, step05::FlashBwdConvertDQ, TileSizes<>>(
-      args, DeviceLauncher{stream}, DTypes<float, bf16>{}, AllHeadDims{}, "the step05 backward");
+      args, DeviceLauncher{stream}, DTypes<float, bf16, fp16>{}, AllHeadDims{}, "the step05 backward");
 }
 
 template <class T>
@@ -70,12 +70,20 @@ template FlashGradients<bf16> run_backward_with_device_tensors<bf16>(
     CudaBwdLaunchFn, TensorView<const bf16, 3>, TensorView<const bf16, 3>, TensorView<const bf16, 3>,
     TensorView<const bf16, 3>, TensorView<const float, 2>, TensorView<const bf16, 3>, bool, std::optional<float>, bool,
     Window);
+template FlashGradients<fp16> run_backward_with_device_tensors<fp16>(
+    CudaBwdLaunchFn, TensorView<const fp16, 3>, TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+    TensorView<const fp16, 3>, TensorView<const float, 2>, TensorView<const fp16, 3>, bool, std::optional<float>, bool,
+    Window);
 template FlashGradients<float> flash_attention_backward_cuda<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
     TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool);
 template FlashGradients<bf16> flash_attention_backward_cuda<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const float, 2>, TensorView<const bf16, 3>,
+                                                                  bool, std::optional<float>, bool);
+template FlashGradients<fp16> flash_attention_backward_cuda<fp16>(TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                                  TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                                  TensorView<const float, 2>, TensorView<const fp16, 3>,
                                                                   bool, std::optional<float>, bool);
 
 }  // namespace fa2

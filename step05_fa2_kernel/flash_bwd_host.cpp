@@ -12,7 +12,7 @@ namespace fa2 {
 
 void flash_bwd_host(const FlashBwdArgs& args) {
   launch_flash_bwd<step05::FlashBwdPreprocess, step05::FlashBwdKernel, step05::FlashBwdConvertDQ, TileSizes<>>(
-      args, HostLauncher{}, DTypes<float, bf16>{}, AllHeadDims{}, "the step05 backward");
+      args, HostLauncher{}, DTypes<float, bf16, fp16>{}, AllHeadDims{}, "the step05 backward");
 }
 
 template <class T>
@@ -43,12 +43,17 @@ FlashGradients<T> flash_attention_backward_host(TensorView<const T, 3> Q, Tensor
 
 template FlashGradients<float> poisoned_gradients<float>(const Extents<3>&, const Extents<3>&);
 template FlashGradients<bf16> poisoned_gradients<bf16>(const Extents<3>&, const Extents<3>&);
+template FlashGradients<fp16> poisoned_gradients<fp16>(const Extents<3>&, const Extents<3>&);
 template FlashGradients<float> flash_attention_backward_host<float>(
     TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>, TensorView<const float, 3>,
     TensorView<const float, 2>, TensorView<const float, 3>, bool, std::optional<float>, bool, Window);
 template FlashGradients<bf16> flash_attention_backward_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                                   TensorView<const float, 2>, TensorView<const bf16, 3>,
+                                                                  bool, std::optional<float>, bool, Window);
+template FlashGradients<fp16> flash_attention_backward_host<fp16>(TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                                  TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                                  TensorView<const float, 2>, TensorView<const fp16, 3>,
                                                                   bool, std::optional<float>, bool, Window);
 
 }  // namespace fa2

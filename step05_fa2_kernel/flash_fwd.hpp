@@ -25,12 +25,18 @@ struct CUstream_st;  // what CUDA's cudaStream_t points to (CudaLaunchFn below)
 
 namespace fa2 {
 
-enum class DType { float32, bfloat16 };
+enum class DType { float32, bfloat16, float16 };
 
 template <class T>
 constexpr DType dtype_of() {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "float32 or bfloat16");
-  return std::is_same_v<T, float> ? DType::float32 : DType::bfloat16;
+  static_assert(std::is_same_v<T, float> || is_16_bit_float_v<T>, "float32, bfloat16 or float16");
+  if constexpr (std::is_same_v<T, float>) {
+    return DType::float32;
+  } else if constexpr (std::is_same_v<T, bf16>) {
+    return DType::bfloat16;
+  } else {
+    return DType::float16;
+  }
 }
 std::string to_string(DType dtype);
 

@@ -9,8 +9,8 @@
 namespace fa2 {
 
 void flash_fwd_cuda(const FlashFwdArgs& args, cudaStream_t stream) {
-  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, DeviceLauncher{stream}, DTypes<float, bf16>{}, AllHeadDims{},
-                                                    "the step05 kernel");
+  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, DeviceLauncher{stream}, DTypes<float, bf16, fp16>{},
+                                                    AllHeadDims{}, "the step05 kernel");
 }
 
 template <class T>
@@ -49,9 +49,14 @@ template FlashOutputs<float> run_with_device_tensors<float>(CudaLaunchFn, Tensor
 template FlashOutputs<bf16> run_with_device_tensors<bf16>(CudaLaunchFn, TensorView<const bf16, 3>,
                                                           TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
                                                           std::optional<float>, Window);
+template FlashOutputs<fp16> run_with_device_tensors<fp16>(CudaLaunchFn, TensorView<const fp16, 3>,
+                                                          TensorView<const fp16, 3>, TensorView<const fp16, 3>, bool,
+                                                          std::optional<float>, Window);
 template FlashOutputs<float> flash_attention_cuda<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_cuda<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                        TensorView<const bf16, 3>, bool, std::optional<float>);
+template FlashOutputs<fp16> flash_attention_cuda<fp16>(TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                       TensorView<const fp16, 3>, bool, std::optional<float>);
 
 }  // namespace fa2

@@ -10,7 +10,7 @@
 namespace fa2 {
 
 void flash_fwd_host(const FlashFwdArgs& args) {
-  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, HostLauncher{}, DTypes<float, bf16>{}, AllHeadDims{},
+  launch_flash<step05::FlashFwdKernel, TileSizes<>>(args, HostLauncher{}, DTypes<float, bf16, fp16>{}, AllHeadDims{},
                                                     "the step05 kernel");
 }
 
@@ -39,15 +39,21 @@ FlashOutputs<T> flash_attention_host(TensorView<const T, 3> Q, TensorView<const 
 
 template FlashOutputs<float> poisoned_outputs<float>(const Extents<3>&);
 template FlashOutputs<bf16> poisoned_outputs<bf16>(const Extents<3>&);
+template FlashOutputs<fp16> poisoned_outputs<fp16>(const Extents<3>&);
 template FlashOutputs<float> run_with_host_tensors<float>(HostLaunchFn, TensorView<const float, 3>,
                                                           TensorView<const float, 3>, TensorView<const float, 3>, bool,
                                                           std::optional<float>, Window);
 template FlashOutputs<bf16> run_with_host_tensors<bf16>(HostLaunchFn, TensorView<const bf16, 3>,
                                                         TensorView<const bf16, 3>, TensorView<const bf16, 3>, bool,
                                                         std::optional<float>, Window);
+template FlashOutputs<fp16> run_with_host_tensors<fp16>(HostLaunchFn, TensorView<const fp16, 3>,
+                                                        TensorView<const fp16, 3>, TensorView<const fp16, 3>, bool,
+                                                        std::optional<float>, Window);
 template FlashOutputs<float> flash_attention_host<float>(TensorView<const float, 3>, TensorView<const float, 3>,
                                                          TensorView<const float, 3>, bool, std::optional<float>);
 template FlashOutputs<bf16> flash_attention_host<bf16>(TensorView<const bf16, 3>, TensorView<const bf16, 3>,
                                                        TensorView<const bf16, 3>, bool, std::optional<float>);
+template FlashOutputs<fp16> flash_attention_host<fp16>(TensorView<const fp16, 3>, TensorView<const fp16, 3>,
+                                                       TensorView<const fp16, 3>, bool, std::optional<float>);
 
 }  // namespace fa2

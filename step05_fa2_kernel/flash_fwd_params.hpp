@@ -43,7 +43,8 @@ struct FlashFwdConfig {
   static constexpr int Q_TILE = Q_TILE_SIZE;
   static constexpr int K_TILE = K_TILE_SIZE;
   static constexpr int num_warps = NUM_WARPS;
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, bf16>, "the kernel takes float32 or bfloat16 inputs");
+  static_assert(std::is_same_v<T, float> || is_16_bit_float_v<T>,
+                "the kernel takes float32, bfloat16 or float16 inputs");
   static_assert(D == 16 || D == 32 || D == 64 || D == 128, "head dims 16, 32, 64 and 128 are supported");
   static_assert(Q_TILE % 16 == 0 && K_TILE % 16 == 0 && is_power_of_two(Q_TILE) && is_power_of_two(K_TILE),
                 "tiles are powers of two and multiples of 16 (the tensor cores' block size)");

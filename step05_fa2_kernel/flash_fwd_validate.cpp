@@ -9,7 +9,15 @@
 namespace fa2 {
 
 std::string to_string(DType dtype) {
-  return dtype == DType::float32 ? "float32" : "bfloat16";
+  switch (dtype) {
+    case DType::float32:
+      return "float32";
+    case DType::bfloat16:
+      return "bfloat16";
+    case DType::float16:
+      return "float16";
+  }
+  return "an unknown dtype (" + std::to_string(static_cast<int>(dtype)) + ")";
 }
 
 namespace {
@@ -34,7 +42,8 @@ void check_tensor_layout(const std::string& name, const void* data, const Extent
 }
 
 void validate(const FlashFwdArgs& a) {
-  require_arg(a.dtype == DType::float32 || a.dtype == DType::bfloat16, "dtype", "allowed float32 or bfloat16");
+  require_arg(a.dtype == DType::float32 || a.dtype == DType::bfloat16 || a.dtype == DType::float16, "dtype",
+              "allowed float32, bfloat16 or float16");
   check_tensor("Q", a.q, a.q_shape, a.q_strides);
   check_tensor("K", a.k, a.k_shape, a.k_strides);
   check_tensor("V", a.v, a.v_shape, a.v_strides);

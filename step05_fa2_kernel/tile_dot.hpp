@@ -57,11 +57,11 @@ constexpr void check_dot_operands() {
   static_assert(std::is_same_v<TA, TB>,
                 "dot: both operands must have the same element type (here they differ). Cast one with "
                 ".to<T>() and keep the result, as tl.dot also requires");
-  static_assert(std::is_same_v<TA, float> || std::is_same_v<TA, bf16>, "dot: operands must be float or bf16");
+  static_assert(std::is_same_v<TA, float> || is_16_bit_float_v<TA>, "dot: operands must be float, bf16 or fp16");
 }
 
 namespace detail {
-// What the tensor cores multiply: TF32 for float32 operands, bf16 exactly.
+// What the tensor cores multiply: TF32 for float32 operands, bf16 and fp16 exactly.
 template <class T>
 inline float tensor_core_operand(T x) {
   if constexpr (std::is_same_v<T, float>) {

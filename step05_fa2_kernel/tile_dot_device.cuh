@@ -1,10 +1,11 @@
-// tl.dot on the GPU, with WMMA (the warp-level tensor-core API): bf16 operands use the
-// 16x16x16 bf16 shape, float32 operands the 16x16x8 TF32 shape; both accumulate in fp32.
+// tl.dot on the GPU, with WMMA (the warp-level tensor-core API): bf16 and fp16 operands use the
+// 16x16x16 shape of their type, float32 operands the 16x16x8 TF32 shape; all accumulate in fp32.
 // Each warp computes whole 16x16 blocks of the result; the block's fragments go through the
 // DotStaging shared memory to reach the row layout the rest of the kernel uses.
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <mma.h>
 
 #include "step03_tile_pointer/program_device.cuh"
@@ -15,19 +16,24 @@ namespace detail {
 
 namespace wmma = nvcuda::wmma;
 
-// The WMMA fragment types for an element type: bf16 -> (16x16x16, bf16), float -> (16x16x8, tf32).
+// The WMMA fragment types for an element type: bf16 -> (16x16x16, __nv_bfloat16), fp16 ->
+// (16x16x16, __half), float -> (16x16x8, tf32).
 template <class T>
 struct Wmma;
-template <>
-struct Wmma<bf16> {
+template <class T, class CudaT>
+struct Wmma16 {
   static constexpr int K = 16;
-  using Input = __nv_bfloat16;
+  using Input = CudaT;
   template <class Use, class Layout>
-  using Fragment = wmma::fragment<Use, 16, 16, 16, __nv_bfloat16, Layout>;
-  static __device__ const Input* ptr(const bf16* p) { return reinterpret_cast<const Input*>(p); }
+  using Fragment = wmma::fragment<Use, 16, 16, 16, CudaT, Layout>;
+  static __device__ const Input* ptr(const T* p) { return reinterpret_cast<const Input*>(p); }
   template <class F>
   static __device__ void round(F&) {}
 };
+template <>
+struct Wmma<bf16> : Wmma16<bf16, __nv_bfloat16> {};
+template <>
+struct Wmma<fp16> : Wmma16<fp16, __half> {};
 template <>
 struct Wmma<float> {
   static constexpr int K = 8;

@@ -40,13 +40,13 @@ struct RepeatedBackward {
 
 TEST_SUITE("gpu+backward") {
   TEST_CASE_TEMPLATE("GPU backward: the article's shapes give dQ, dK, dV of the float64 reference, causal and not", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     fa2::testing::check_backward_matrix<T>(gpu_passes<T>());
   }
 
   TEST_CASE_TEMPLATE("GPU backward: every head dim, causal with N_q != N_k both ways, lengths below one tile", T, float,
-                     fa2::bf16) {
+                     fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     for (index_t D : {16, 32, 64, 128}) {
       for (const FlashShape shape : {FlashShape{2, 37, 53, D}, {1, 100, 30, D}, {3, 1, 1, D}, {1, 20, 70, D}}) {
@@ -59,7 +59,7 @@ TEST_SUITE("gpu+backward") {
 
   TEST_CASE_TEMPLATE(
       "GPU backward: grouped-query attention sums dK and dV over each group (1, 2, 4, 8), also deterministic", T, float,
-      fa2::bf16) {
+      fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     for (index_t group : {1, 2, 4, 8}) {
       for (const FlashShape shape : {FlashShape{16, 100, 130, 64, group}, {8, 37, 21, 128, group}}) {
@@ -74,7 +74,7 @@ TEST_SUITE("gpu+backward") {
   }
 
   TEST_CASE_TEMPLATE("GPU backward: a sliding window, causal or not, N_q != N_k both ways, also deterministic", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const fa2::Window window : fa2::testing::test_windows()) {
       for (const FlashShape shape : {FlashShape{2, 170, 145, 64}, {1, 145, 170, 128}, {4, 33, 33, 32, 2}}) {
@@ -90,7 +90,7 @@ TEST_SUITE("gpu+backward") {
   }
 
   TEST_CASE_TEMPLATE("GPU backward: scores of about +-25 keep the gradients finite and close to the reference", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const FlashShape shape : {FlashShape{2, 300, 300, 64}, {1, 37, 53, 128}}) {
       for (bool causal : {false, true}) {
@@ -100,7 +100,8 @@ TEST_SUITE("gpu+backward") {
     }
   }
 
-  TEST_CASE_TEMPLATE("GPU backward: the GPU and the host path compute the same gradients", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("GPU backward: the GPU and the host path compute the same gradients", T, float, fa2::bf16,
+                     fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     fa2::Rng rng(fa2::fresh_seed());
     INFO("seed ", rng.seed());
@@ -115,10 +116,12 @@ TEST_SUITE("gpu+backward") {
                                                               fwd.L.cview(), in.dO.cview(), causal);
       // Same operands and tile order; what differs is the order of additions inside a tensor-core
       // product and in dQ's atomics, and __expf against std::exp. Such float32 differences can
-      // flip the rounding of a P or dS operand to TF32 (2^-11) or bf16 (2^-8), and the result's
-      // own rounding to bf16 by one step: hence 1e-3 and 1e-2 of the largest entry.
-      const fa2::testing::GradientTolerance tol = std::is_same_v<T, float>
-                                                      ? fa2::testing::GradientTolerance{1e-3, 1e-3}
+      // flip the rounding of a P or dS operand to TF32 or fp16 (2^-11) or bf16 (2^-8), and the
+      // result's own rounding to bf16 or fp16 by one step: hence 1e-3 (float32), 2e-3 (fp16) and
+      // 1e-2 (bf16) of the largest entry.
+      const fa2::testing::GradientTolerance tol = std::is_same_v<T, float> ? fa2::testing::GradientTolerance{1e-3, 1e-3}
+                                                  : std::is_same_v<T, fa2::fp16>
+                                                      ? fa2::testing::GradientTolerance{2e-3, 2e-3}
                                                       : fa2::testing::GradientTolerance{1e-2, 1e-2};
       fa2::testing::require_close(
           fa2::testing::compare_gradients<T>(gpu, fa2::testing::widened(host), "GPU vs host", tol));

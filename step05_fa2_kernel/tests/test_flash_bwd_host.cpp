@@ -43,11 +43,12 @@ void flash_bwd_without_barrier_host(const fa2::FlashBwdArgs& args) {
 
 TEST_SUITE("host+backward") {
   TEST_CASE_TEMPLATE("backward: the article's shapes give dQ, dK, dV of the float64 reference, causal and not", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     fa2::testing::check_backward_matrix<T>(fa2::testing::host_passes<T>());
   }
 
-  TEST_CASE_TEMPLATE("backward: causal with N_q != N_k follows the top-left mask both ways", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("backward: causal with N_q != N_k follows the top-left mask both ways", T, float, fa2::bf16,
+                     fa2::fp16) {
     for (const FlashShape shape : {FlashShape{1, 37, 53, 32}, {2, 100, 30, 64}, {1, 20, 70, 16}}) {
       fa2::testing::require_close(
           fa2::testing::run_backward_and_compare<T>(fa2::testing::host_passes<T>(), shape, true));
@@ -66,7 +67,7 @@ TEST_SUITE("host+backward") {
   }
 
   TEST_CASE_TEMPLATE("backward: grouped-query attention sums dK and dV over the query heads of each group (1, 2, 4, 8)",
-                     T, float, fa2::bf16) {
+                     T, float, fa2::bf16, fa2::fp16) {
     for (index_t group : {1, 2, 4, 8}) {
       for (const FlashShape shape : {FlashShape{8, 37, 53, 32, group}, {16, 40, 21, 64, group}}) {
         for (bool causal : {false, true}) {
@@ -78,7 +79,7 @@ TEST_SUITE("host+backward") {
   }
 
   TEST_CASE_TEMPLATE("backward: a sliding window, causal or not, N_q != N_k both ways, queries that see no key", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     for (const fa2::Window window : fa2::testing::test_windows()) {
       for (const FlashShape shape : {FlashShape{2, 70, 45, 32}, {1, 45, 70, 64}, {4, 33, 33, 16, 2}}) {
         for (bool causal : {false, true}) {
@@ -148,7 +149,7 @@ TEST_SUITE("host+backward") {
   }
 
   TEST_CASE_TEMPLATE("backward: scores of about +-25 keep the gradients finite and close to the reference", T, float,
-                     fa2::bf16) {
+                     fa2::bf16, fa2::fp16) {
     // Q and K of standard deviation 5: scores q.k / sqrt(D) of standard deviation 25, a softmax
     // close to one-hot, where exp(S - L) must neither overflow nor lose the few keys that count.
     for (const FlashShape shape : {FlashShape{2, 100, 100, 64}, {1, 37, 53, 32}}) {

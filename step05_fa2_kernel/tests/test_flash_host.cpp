@@ -11,11 +11,11 @@ using fa2::Tensor;
 using fa2::TensorView;
 
 TEST_SUITE("host") {
-  TEST_CASE_TEMPLATE("the article's shapes match the reference for O and L", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("the article's shapes match the reference for O and L", T, float, fa2::bf16, fa2::fp16) {
     fa2::testing::check_article_matrix<T>(fa2::testing::host_runner<T>(&fa2::flash_fwd_host));
   }
 
-  TEST_CASE_TEMPLATE("causal attention with N_q != N_k follows the top-left mask", T, float, fa2::bf16) {
+  TEST_CASE_TEMPLATE("causal attention with N_q != N_k follows the top-left mask", T, float, fa2::bf16, fa2::fp16) {
     for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 37, 53, 32}, {2, 100, 30, 64}}) {
       const auto c = fa2::testing::run_and_compare<T>(fa2::testing::host_runner<T>(&fa2::flash_fwd_host), shape, true);
       CHECK_MESSAGE(c.O.ok, c.O.summary());
@@ -25,7 +25,7 @@ TEST_SUITE("host") {
 
   TEST_CASE_TEMPLATE(
       "grouped-query attention: groups of 1, 2, 4 and 8 query heads share K and V, and one kv head serves all", T,
-      float, fa2::bf16) {
+      float, fa2::bf16, fa2::fp16) {
     // Q's batch holds 2 batch elements x 8 heads; K and V hold 2 x 8 / group (2 x 1 for group 8).
     for (index_t group : {1, 2, 4, 8}) {
       for (const fa2::testing::FlashShape shape :
@@ -41,7 +41,7 @@ TEST_SUITE("host") {
   }
 
   TEST_CASE_TEMPLATE("a sliding window: query q sees keys q - left .. q + right only, causal or not, N_q != N_k", T,
-                     float, fa2::bf16) {
+                     float, fa2::bf16, fa2::fp16) {
     // {16, -1} with N_q = 70 > N_k = 45: queries 61 to 69 see no key (O = 0, L = +inf).
     for (const fa2::Window window : fa2::testing::test_windows()) {
       for (const fa2::testing::FlashShape shape :

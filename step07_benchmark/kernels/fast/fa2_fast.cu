@@ -29,7 +29,9 @@ std::string v5_refusal(const FlashFwdArgs& a) {
 }
 
 std::string v5_conditions(const FlashFwdArgs& a) {
-  if (a.dtype != DType::bfloat16) return "dtype: the fast kernel takes bfloat16 only";
+  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16) {
+    return "dtype: the fast kernel takes bfloat16 or float16 (float32 runs on step05)";
+  }
   const index_t D = a.q_shape[2];
   if (D != 32 && D != 64 && D != 128) return "head_dim: the fast kernel takes 32, 64 or 128";
   if (!(softmax_scale(a) > 0.0f)) return "scale: the fast kernel needs a positive softmax scale";

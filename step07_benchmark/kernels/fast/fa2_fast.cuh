@@ -32,7 +32,7 @@ namespace fa2::fast {
 // {K_1}, {V_0}.
 template <class Cfg>
 __device__ __forceinline__ void key_loop_overlapped(const KeyStream<Cfg>& ks, int n_tiles, RowState<Cfg>& st,
-                                                    QFrags<Cfg>& qf, const __nv_bfloat16* sQ, const WarpPlace& w) {
+                                                    QFrags<Cfg>& qf, const elem16* sQ, const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
   ks.load_K(0);
   cp_async_commit();
@@ -76,7 +76,7 @@ __device__ __forceinline__ void key_loop_overlapped(const KeyStream<Cfg>& ks, in
 // K_j, and V_j lands while S computes. Groups at the start: {Q, K_0}, {V_0}.
 template <class Cfg>
 __device__ __forceinline__ void key_loop_split_waits(const KeyStream<Cfg>& ks, int n_tiles, RowState<Cfg>& st,
-                                                     QFrags<Cfg>& qf, const __nv_bfloat16* sQ, const WarpPlace& w) {
+                                                     QFrags<Cfg>& qf, const elem16* sQ, const WarpPlace& w) {
   ks.load_K(0);
   cp_async_commit();
   ks.load_V(0);
@@ -109,7 +109,7 @@ __device__ __forceinline__ void key_loop_split_waits(const KeyStream<Cfg>& ks, i
 // one, load, wait, compute, in turn (the ablation's first steps).
 template <class Cfg>
 __device__ __forceinline__ void key_loop_joint_wait(const KeyStream<Cfg>& ks, int n_tiles, RowState<Cfg>& st,
-                                                    QFrags<Cfg>& qf, const __nv_bfloat16* sQ, const WarpPlace& w) {
+                                                    QFrags<Cfg>& qf, const elem16* sQ, const WarpPlace& w) {
   ks.load_K(0);
   ks.load_V(0);
   cp_async_commit();
@@ -148,8 +148,8 @@ __device__ __forceinline__ void key_loop_joint_wait(const KeyStream<Cfg>& ks, in
 
 // ---- one query tile of one (batch, head): the whole forward for BLOCK_M rows ----------------
 template <class Cfg>
-__device__ __forceinline__ void attend_query_tile(const FastParams& p, const int q_tile, const index_t bh,
-                                                  __nv_bfloat16* sQ, __nv_bfloat16* sK, __nv_bfloat16* sV) {
+__device__ __forceinline__ void attend_query_tile(const FastParams& p, const int q_tile, const index_t bh, elem16* sQ,
+                                                  elem16* sK, elem16* sV) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
   const int warp = static_cast<int>(threadIdx.x) / 32;
   const int q0 = q_tile * BM;
@@ -187,9 +187,9 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_fwd_kernel(const FastParams p) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto* sQ = reinterpret_cast<__nv_bfloat16*>(smem_raw);         // (BLOCK_M, D)
-  __nv_bfloat16* sK = sQ + Cfg::BLOCK_M * Cfg::D;                // STAGES x (BLOCK_N, D)
-  __nv_bfloat16* sV = sK + Cfg::STAGES * Cfg::BLOCK_N * Cfg::D;  // STAGES x (BLOCK_N, D)
+  auto* sQ = reinterpret_cast<elem16*>(smem_raw);         // (BLOCK_M, D)
+  elem16* sK = sQ + Cfg::BLOCK_M * Cfg::D;                // STAGES x (BLOCK_N, D)
+  elem16* sV = sK + Cfg::STAGES * Cfg::BLOCK_N * Cfg::D;  // STAGES x (BLOCK_N, D)
   const index_t bh = blockIdx.y;
   if constexpr (Cfg::CAUSAL_PAIRS) {
     // Causal work grows with the query tile: tile i needs about i + 1 key-tile steps. Pairing

@@ -50,6 +50,7 @@ struct FastBwdOptions {
                                // every configuration is built both ways (Cfg::Deterministic)
   bool window = false;         // a sliding window's query-tile range and masks; also built both
                                // ways (Cfg::Windowed)
+  bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
 };
 
 template <int D_, bool CAUSAL_, FastBwdOptions OPT = FastBwdOptions{}>
@@ -72,6 +73,8 @@ struct FastBwdConfig {
   using Deterministic = FastBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool WINDOW = OPT.window;
   using Windowed = FastBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
+  static constexpr bool FLOAT16 = OPT.float16;
+  using Float16 = FastBwdConfig<D_, CAUSAL_, float16_twin(OPT)>;
   // What the forward's tile helpers (tile_offset, load_tile_async, the ldmatrix addresses) read.
   static constexpr bool SWIZZLE = true;
   static constexpr int CHUNKS = D / 8;
@@ -82,7 +85,7 @@ struct FastBwdConfig {
       static_cast<std::size_t>(2 * BLOCK_N * D                     // K_j, V_j
                                + 2 * 2 * BLOCK_M * D               // Q_i, dO_i, two stages each
                                + DS_STAGES * BLOCK_N * BLOCK_M) *  // dS^T
-          sizeof(__nv_bfloat16) +
+          sizeof(elem16) +
       static_cast<std::size_t>(2 * 2 * BLOCK_M) * sizeof(float);  // L_i, D_i, two stages each
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
   static_assert(BLOCK_M == 32 || BLOCK_M == 64 || BLOCK_M == 128, "query tiles of 32, 64 or 128 rows");
@@ -104,17 +107,17 @@ struct DsTile {
 // The kernels' arguments, named as step05's FlashBwdParams names them (head dim contiguous,
 // so only batch and row strides).
 struct FastBwdParams {
-  const __nv_bfloat16* Q;
-  const __nv_bfloat16* K;
-  const __nv_bfloat16* V;
-  const __nv_bfloat16* O;
-  const __nv_bfloat16* dO;
+  const elem16* Q;
+  const elem16* K;
+  const elem16* V;
+  const elem16* O;
+  const elem16* dO;
   const float* L;
   float* D_rows;
   float* dQ_accum;
-  __nv_bfloat16* dQ;
-  __nv_bfloat16* dK;
-  __nv_bfloat16* dV;
+  elem16* dQ;
+  elem16* dK;
+  elem16* dV;
   index_t stride_qb, stride_qq;
   index_t stride_kb, stride_kk;
   index_t stride_vb, stride_vk;
@@ -198,7 +201,7 @@ inline constexpr float kLog2e = 1.4426950408889634f;
 // ---- phase 1: D_i = rowsum(dO_i * O_i), and dQ_accum (and the dq_semaphores) cleared -----------
 // Thread t of the grid takes 16-byte chunk t % CHUNKS of query row t / CHUNKS; the CHUNKS lanes
 // of a row are neighbours in one warp and add their partial dots with shuffles.
-template <int D>
+template <int D, bool FLOAT16>
 __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p) {
   constexpr int CHUNKS = D / 8;
   const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -210,11 +213,10 @@ __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p
   if (valid) {
     const uint4 o = *reinterpret_cast<const uint4*>(p.O + bh * p.stride_ob + row * p.stride_oq + chunk * 8);
     const uint4 g = *reinterpret_cast<const uint4*>(p.dO + bh * p.stride_dob + row * p.stride_doq + chunk * 8);
-    const auto* o2 = reinterpret_cast<const __nv_bfloat162*>(&o);
-    const auto* g2 = reinterpret_cast<const __nv_bfloat162*>(&g);
+    const std::uint32_t o2[4] = {o.x, o.y, o.z, o.w}, g2[4] = {g.x, g.y, g.z, g.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const float2 a = __bfloat1622float2(o2[i]), b = __bfloat1622float2(g2[i]);
+      const float2 a = unpack_x2<FLOAT16>(o2[i]), b = unpack_x2<FLOAT16>(g2[i]);
       dot = fmaf(a.x, b.x, fmaf(a.y, b.y, dot));
     }
     auto* acc = reinterpret_cast<float4*>(p.dQ_accum + bh * p.stride_accb + row * p.stride_accq + chunk * 8);
@@ -226,8 +228,8 @@ __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p
   if (valid && chunk == 0) p.D_rows[bh * p.stride_Db + row * p.stride_Dq] = dot;
 }
 
-// ---- phase 3: dQ = scale * dQ_accum, in bf16 ----------------------------------------------------
-template <int D>
+// ---- phase 3: dQ = scale * dQ_accum, in bf16 or fp16 (FLOAT16) ---------------------------------
+template <int D, bool FLOAT16>
 __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p) {
   constexpr int CHUNKS = D / 8;
   const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -239,10 +241,10 @@ __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p
   const float4 a = acc[0], b = acc[1];
   const float s = p.scale;
   uint4 out;
-  out.x = pack_bf16x2(a.x * s, a.y * s);
-  out.y = pack_bf16x2(a.z * s, a.w * s);
-  out.z = pack_bf16x2(b.x * s, b.y * s);
-  out.w = pack_bf16x2(b.z * s, b.w * s);
+  out.x = pack_x2<FLOAT16>(a.x * s, a.y * s);
+  out.y = pack_x2<FLOAT16>(a.z * s, a.w * s);
+  out.z = pack_x2<FLOAT16>(b.x * s, b.y * s);
+  out.w = pack_x2<FLOAT16>(b.z * s, b.w * s);
   *reinterpret_cast<uint4*>(p.dQ + bh * p.stride_dqb + row * p.stride_dqq + chunk * 8) = out;
 }
 
@@ -259,7 +261,7 @@ template <class Cfg>
 using KeyFrags = std::uint32_t[Cfg::KV_IN_REGS ? Cfg::D / 16 : 1][4];
 
 template <class Cfg>
-__device__ __forceinline__ void load_key_fragments(KeyFrags<Cfg>& f, const __nv_bfloat16* sX, int key0, int lane) {
+__device__ __forceinline__ void load_key_fragments(KeyFrags<Cfg>& f, const elem16* sX, int key0, int lane) {
   if constexpr (Cfg::KV_IN_REGS) {
 #pragma unroll
     for (int kk = 0; kk < Cfg::D / 16; ++kk) ldmatrix_x4(f[kk], addr_rows_then_chunks<Cfg>(sX, key0, 2 * kk, lane));
@@ -270,9 +272,8 @@ __device__ __forceinline__ void load_key_fragments(KeyFrags<Cfg>& f, const __nv_
 // memory), Y_i is Q_i or dO_i, (BLOCK_M, D) in shared memory (B operand, as K in the forward;
 // each B fragment serves the warp's KEY_TILES key tiles).
 template <class Cfg>
-__device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const KeyFrags<Cfg>& xf,
-                                                  const __nv_bfloat16* sX, const __nv_bfloat16* sY, int key0,
-                                                  int lane) {
+__device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const KeyFrags<Cfg>& xf, const elem16* sX,
+                                                  const elem16* sY, int key0, int lane) {
   constexpr int KT = Cfg::KEY_TILES;
 #pragma unroll
   for (int mt = 0; mt < KT; ++mt)
@@ -296,8 +297,8 @@ __device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const Ke
       ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sY, nn * 16, 2 * kk, lane));
 #pragma unroll
       for (int mt = 0; mt < KT; ++mt) {
-        mma_bf16_16816(acc[mt][2 * nn], a[mt], b[0], b[1]);
-        mma_bf16_16816(acc[mt][2 * nn + 1], a[mt], b[2], b[3]);
+        mma_16816<Cfg::FLOAT16>(acc[mt][2 * nn], a[mt], b[0], b[1]);
+        mma_16816<Cfg::FLOAT16>(acc[mt][2 * nn + 1], a[mt], b[2], b[3]);
       }
     }
   }
@@ -307,18 +308,18 @@ __device__ __forceinline__ void keys_times_rows_t(KeyByQuery<Cfg>& acc, const Ke
 // (P^T or dS^T) and Y_i is dO_i or Q_i in shared memory. Two neighbouring 16 x 8 accumulator
 // tiles make one 16 x 16 A fragment once packed to bf16, as P in the forward's P V.
 template <class Cfg>
-__device__ __forceinline__ void accumulate_keys_by_dim(KeyByDim<Cfg>& acc, const KeyByQuery<Cfg>& x,
-                                                       const __nv_bfloat16* sY, int lane) {
+__device__ __forceinline__ void accumulate_keys_by_dim(KeyByDim<Cfg>& acc, const KeyByQuery<Cfg>& x, const elem16* sY,
+                                                       int lane) {
   constexpr int KT = Cfg::KEY_TILES;
 #pragma unroll
   for (int kk = 0; kk < Cfg::BLOCK_M / 16; ++kk) {
     std::uint32_t a[KT][4];
 #pragma unroll
     for (int mt = 0; mt < KT; ++mt) {
-      a[mt][0] = pack_bf16x2(x[mt][2 * kk][0], x[mt][2 * kk][1]);
-      a[mt][1] = pack_bf16x2(x[mt][2 * kk][2], x[mt][2 * kk][3]);
-      a[mt][2] = pack_bf16x2(x[mt][2 * kk + 1][0], x[mt][2 * kk + 1][1]);
-      a[mt][3] = pack_bf16x2(x[mt][2 * kk + 1][2], x[mt][2 * kk + 1][3]);
+      a[mt][0] = pack_x2<Cfg::FLOAT16>(x[mt][2 * kk][0], x[mt][2 * kk][1]);
+      a[mt][1] = pack_x2<Cfg::FLOAT16>(x[mt][2 * kk][2], x[mt][2 * kk][3]);
+      a[mt][2] = pack_x2<Cfg::FLOAT16>(x[mt][2 * kk + 1][0], x[mt][2 * kk + 1][1]);
+      a[mt][3] = pack_x2<Cfg::FLOAT16>(x[mt][2 * kk + 1][2], x[mt][2 * kk + 1][3]);
     }
 #pragma unroll
     for (int dd = 0; dd < Cfg::D / 16; ++dd) {
@@ -326,8 +327,8 @@ __device__ __forceinline__ void accumulate_keys_by_dim(KeyByDim<Cfg>& acc, const
       ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sY, kk * 16, 2 * dd, lane));
 #pragma unroll
       for (int mt = 0; mt < KT; ++mt) {
-        mma_bf16_16816(acc[mt][2 * dd], a[mt], b[0], b[1]);
-        mma_bf16_16816(acc[mt][2 * dd + 1], a[mt], b[2], b[3]);
+        mma_16816<Cfg::FLOAT16>(acc[mt][2 * dd], a[mt], b[0], b[1]);
+        mma_16816<Cfg::FLOAT16>(acc[mt][2 * dd + 1], a[mt], b[2], b[3]);
       }
     }
   }
@@ -395,7 +396,7 @@ __device__ __forceinline__ void score_gradients(KeyByQuery<Cfg>& dp, const KeyBy
 
 // dS^T (bf16) into shared memory, keys as rows, for dQ's product.
 template <class Cfg>
-__device__ __forceinline__ void store_score_gradients(__nv_bfloat16* sdS, const KeyByQuery<Cfg>& ds, const KeyWarp& w) {
+__device__ __forceinline__ void store_score_gradients(elem16* sdS, const KeyByQuery<Cfg>& ds, const KeyWarp& w) {
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
 #pragma unroll
   for (int mt = 0; mt < Cfg::KEY_TILES; ++mt)
@@ -403,9 +404,9 @@ __device__ __forceinline__ void store_score_gradients(__nv_bfloat16* sdS, const 
     for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
       const int row = w.key_row0 + 16 * mt + g;
       *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(row, t) + c) =
-          pack_bf16x2(ds[mt][t][0], ds[mt][t][1]);
+          pack_x2<Cfg::FLOAT16>(ds[mt][t][0], ds[mt][t][1]);
       *reinterpret_cast<std::uint32_t*>(sdS + tile_offset<DsTile<Cfg>>(row + 8, t) + c) =
-          pack_bf16x2(ds[mt][t][2], ds[mt][t][3]);
+          pack_x2<Cfg::FLOAT16>(ds[mt][t][2], ds[mt][t][3]);
     }
 }
 
@@ -413,8 +414,7 @@ __device__ __forceinline__ void store_score_gradients(__nv_bfloat16* sdS, const 
 // dS^T (keys as rows) with a transposing ldmatrix; B: K_j, as V in the forward's P V.
 template <class Cfg>
 __device__ __forceinline__ void accumulate_query_gradients(const FastBwdParams& p, index_t bh, int q0,
-                                                           const __nv_bfloat16* sdS, const __nv_bfloat16* sK, int warp,
-                                                           int lane) {
+                                                           const elem16* sdS, const elem16* sK, int warp, int lane) {
   constexpr int COLS = Cfg::DQ_COLS;
   const int row_group = warp % Cfg::DQ_ROW_GROUPS, col0 = (warp / Cfg::DQ_ROW_GROUPS) * COLS;
   float acc[COLS / 8][4];
@@ -428,8 +428,8 @@ __device__ __forceinline__ void accumulate_query_gradients(const FastBwdParams& 
     for (int dd = 0; dd < COLS / 16; ++dd) {
       std::uint32_t b[4];
       ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sK, kk * 16, col0 / 8 + 2 * dd, lane));
-      mma_bf16_16816(acc[2 * dd], a, b[0], b[1]);
-      mma_bf16_16816(acc[2 * dd + 1], a, b[2], b[3]);
+      mma_16816<Cfg::FLOAT16>(acc[2 * dd], a, b[0], b[1]);
+      mma_16816<Cfg::FLOAT16>(acc[2 * dd + 1], a, b[2], b[3]);
     }
   }
   const int g = lane / 4, c = 2 * (lane % 4);
@@ -455,13 +455,14 @@ __device__ __forceinline__ void write_key_gradients(const FastBwdParams& p, inde
     for (int h = 0; h < 2; ++h) {
       const int key = w.key0 + 16 * mt + g + 8 * h;
       if (key >= p.N_KEYS) continue;
-      __nv_bfloat16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + c;
-      __nv_bfloat16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + c;
+      elem16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + c;
+      elem16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + c;
 #pragma unroll
       for (int t = 0; t < Cfg::D / 8; ++t) {
         *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
-            pack_bf16x2(dk[mt][t][2 * h] * p.scale, dk[mt][t][2 * h + 1] * p.scale);
-        *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_bf16x2(dv[mt][t][2 * h], dv[mt][t][2 * h + 1]);
+            pack_x2<Cfg::FLOAT16>(dk[mt][t][2 * h] * p.scale, dk[mt][t][2 * h + 1] * p.scale);
+        *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) =
+            pack_x2<Cfg::FLOAT16>(dv[mt][t][2 * h], dv[mt][t][2 * h + 1]);
       }
     }
 }
@@ -470,11 +471,11 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast_bwd_kernel(const FastBwdParams p) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  auto* sK = reinterpret_cast<__nv_bfloat16*>(smem_raw);                // (BLOCK_N, D)
-  __nv_bfloat16* sV = sK + BN * D;                                      // (BLOCK_N, D)
-  __nv_bfloat16* sQ = sV + BN * D;                                      // 2 stages x (BLOCK_M, D)
-  __nv_bfloat16* sdO = sQ + 2 * BM * D;                                 // 2 stages x (BLOCK_M, D)
-  __nv_bfloat16* sdS = sdO + 2 * BM * D;                                // DS_STAGES x (BLOCK_N, BLOCK_M): dS^T
+  auto* sK = reinterpret_cast<elem16*>(smem_raw);                       // (BLOCK_N, D)
+  elem16* sV = sK + BN * D;                                             // (BLOCK_N, D)
+  elem16* sQ = sV + BN * D;                                             // 2 stages x (BLOCK_M, D)
+  elem16* sdO = sQ + 2 * BM * D;                                        // 2 stages x (BLOCK_M, D)
+  elem16* sdS = sdO + 2 * BM * D;                                       // DS_STAGES x (BLOCK_N, BLOCK_M): dS^T
   auto* sL = reinterpret_cast<float*>(sdS + Cfg::DS_STAGES * BN * BM);  // 2 stages x BLOCK_M
   float* sD = sL + 2 * BM;                                              // 2 stages x BLOCK_M
 
@@ -496,7 +497,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
   // dQ_i's share of step t's query tile (dS^T in sdS_t) into dQ_accum; deterministic, in this key
   // tile's turn (dq_turns.cuh): thread 0 waits for it, the block's barrier passes it on, and each
   // warp increments the counter once it has added (the key tiles after this one: NUM_WARPS each).
-  const auto add_query_share = [&](int t, const __nv_bfloat16* sdS_t) {
+  const auto add_query_share = [&](int t, const elem16* sdS_t) {
     const index_t bh = Walk::bh(p, t);
     const int m = Walk::m(p, t);
     std::int32_t* const counter = p.dq_semaphores + bh * p.stride_semb + m;
@@ -559,8 +560,8 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, Cfg::MIN_BLOCKS_PER_SM) fast
       load_key_fragments<Cfg>(kf, sK, w.key_row0, w.lane);
       load_key_fragments<Cfg>(vf, sV, w.key_row0, w.lane);
     }
-    const __nv_bfloat16* sQi = sQ + stage * BM * D;
-    const __nv_bfloat16* sdOi = sdO + stage * BM * D;
+    const elem16* sQi = sQ + stage * BM * D;
+    const elem16* sdOi = sdO + stage * BM * D;
     const int q0 = Walk::m(p, t) * BM;
 
     KeyByQuery<Cfg> s, dp;

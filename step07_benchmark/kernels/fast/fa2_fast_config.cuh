@@ -29,6 +29,7 @@ struct FastOptions {
                               // tensor cores and the exp unit work at the same time
   bool window = false;        // a sliding window's tile range and masks; not a row's choice: every
                               // configuration is built both ways (Cfg::Windowed)
+  bool float16 = false;       // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
 };
 
 // A configuration's options (FastOptions, FastBwdOptions) with a sliding window: its tile ranges
@@ -58,13 +59,15 @@ struct FastConfig {
   static constexpr bool OVERLAP = OPT.overlap;
   static constexpr bool WINDOW = OPT.window;
   using Windowed = FastConfig<D_, WARP_M_, NUM_WARPS_, BLOCK_N_, CAUSAL_, windowed_twin(OPT)>;
+  static constexpr bool FLOAT16 = OPT.float16;
+  using Float16 = FastConfig<D_, WARP_M_, NUM_WARPS_, BLOCK_N_, CAUSAL_, float16_twin(OPT)>;
   static_assert(!OVERLAP || (STAGES == 2 && OPT.split_kv), "the overlapped loop needs split, double-buffered K/V");
   static constexpr int CHUNKS = D / kChunkElems;  // 16-byte chunks per row of Q, K, V
   // Two blocks of 8 warps per SM cap registers at 128 per thread: worth it (16 warps to hide
   // latency) while the accumulators fit, i.e. for head dims up to 64.
   static constexpr int MIN_BLOCKS_PER_SM = (NUM_THREADS == 256 && D <= 64 && !OPT.overlap) ? 2 : 1;
   static constexpr std::size_t smem_bytes =
-      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
+      static_cast<std::size_t>(BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(elem16);
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N >= 16, "key tiles are multiples of 16");
   static_assert(STAGES == 1 || STAGES == 2, "single or double buffering");
@@ -74,10 +77,10 @@ struct FastConfig {
 // contiguous here, so only batch and row strides are passed). Lengths are int: the fast kernel
 // takes sequences shorter than 2^31, and 32-bit row arithmetic saves registers.
 struct FastParams {
-  const __nv_bfloat16* Q;
-  const __nv_bfloat16* K;
-  const __nv_bfloat16* V;
-  __nv_bfloat16* O;
+  const elem16* Q;
+  const elem16* K;
+  const elem16* V;
+  elem16* O;
   float* L;
   index_t stride_qb, stride_qq;
   index_t stride_kb, stride_kk;
@@ -107,22 +110,22 @@ __device__ __forceinline__ int tile_offset(int row, int chunk) {
 // row r lands at tile + offset(r, c). Rows past n_rows are zero-filled: a zero key scores 0
 // (masked later) and a zero value adds 0.
 template <class Cfg, int ROWS, class Offset>
-__device__ __forceinline__ void load_rows_async(__nv_bfloat16* tile, const __nv_bfloat16* base, index_t row_stride,
-                                                int row0, int n_rows, Offset offset) {
+__device__ __forceinline__ void load_rows_async(elem16* tile, const elem16* base, index_t row_stride, int row0,
+                                                int n_rows, Offset offset) {
   constexpr int total = ROWS * Cfg::CHUNKS;
 #pragma unroll
   for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
     const int r = i / Cfg::CHUNKS, c = i % Cfg::CHUNKS;
     const bool valid = row0 + r < n_rows;
-    const __nv_bfloat16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * kChunkElems : base;
+    const elem16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * kChunkElems : base;
     cp_async_16(smem_address(tile + offset(r, c)), src, valid);
   }
 }
 
 // The same into v5's layout (tile_offset).
 template <class Cfg, int ROWS>
-__device__ __forceinline__ void load_tile_async(__nv_bfloat16* tile, const __nv_bfloat16* base, index_t row_stride,
-                                                int row0, int n_rows) {
+__device__ __forceinline__ void load_tile_async(elem16* tile, const elem16* base, index_t row_stride, int row0,
+                                                int n_rows) {
   load_rows_async<Cfg, ROWS>(tile, base, row_stride, row0, n_rows, [](int r, int c) { return tile_offset<Cfg>(r, c); });
 }
 
@@ -130,14 +133,12 @@ __device__ __forceinline__ void load_tile_async(__nv_bfloat16* tile, const __nv_
 // matrices taken rows then chunks (the A-operand order, and the transposed B order for V) or
 // chunks then rows (B fragments of two neighbouring 8-key tiles of K): layouts.hpp.
 template <class Cfg>
-__device__ __forceinline__ std::uint32_t addr_rows_then_chunks(const __nv_bfloat16* tile, int row0, int chunk0,
-                                                               int lane) {
+__device__ __forceinline__ std::uint32_t addr_rows_then_chunks(const elem16* tile, int row0, int chunk0, int lane) {
   const RowCol at = ldmatrix_rows_then_chunks(lane);
   return smem_address(tile + tile_offset<Cfg>(row0 + at.row, chunk0 + at.col));
 }
 template <class Cfg>
-__device__ __forceinline__ std::uint32_t addr_chunks_then_rows(const __nv_bfloat16* tile, int row0, int chunk0,
-                                                               int lane) {
+__device__ __forceinline__ std::uint32_t addr_chunks_then_rows(const elem16* tile, int row0, int chunk0, int lane) {
   const RowCol at = ldmatrix_chunks_then_rows(lane);
   return smem_address(tile + tile_offset<Cfg>(row0 + at.row, chunk0 + at.col));
 }

@@ -25,10 +25,10 @@ namespace fa2::fast {
 // The kernel's arguments from FlashFwdArgs, for query tiles of block_m rows (v5 and v6 share them).
 inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
   FastParams p{};
-  p.Q = static_cast<const __nv_bfloat16*>(a.q);
-  p.K = static_cast<const __nv_bfloat16*>(a.k);
-  p.V = static_cast<const __nv_bfloat16*>(a.v);
-  p.O = static_cast<__nv_bfloat16*>(a.o);
+  p.Q = static_cast<const elem16*>(a.q);
+  p.K = static_cast<const elem16*>(a.k);
+  p.V = static_cast<const elem16*>(a.v);
+  p.O = static_cast<elem16*>(a.o);
   p.L = a.l;
   p.stride_qb = a.q_strides[0], p.stride_qq = a.q_strides[1];
   p.stride_kb = a.k_strides[0], p.stride_kk = a.k_strides[1];
@@ -49,17 +49,17 @@ inline FastParams make_fast_params(const FlashFwdArgs& a, int block_m) {
 // The backward's arguments from FlashBwdArgs.
 inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   FastBwdParams p{};
-  p.Q = static_cast<const __nv_bfloat16*>(a.q);
-  p.K = static_cast<const __nv_bfloat16*>(a.k);
-  p.V = static_cast<const __nv_bfloat16*>(a.v);
-  p.O = static_cast<const __nv_bfloat16*>(a.o);
-  p.dO = static_cast<const __nv_bfloat16*>(a.do_);
+  p.Q = static_cast<const elem16*>(a.q);
+  p.K = static_cast<const elem16*>(a.k);
+  p.V = static_cast<const elem16*>(a.v);
+  p.O = static_cast<const elem16*>(a.o);
+  p.dO = static_cast<const elem16*>(a.do_);
   p.L = a.l;
   p.D_rows = a.d_rows;
   p.dQ_accum = a.dq_accum;
-  p.dQ = static_cast<__nv_bfloat16*>(a.dq);
-  p.dK = static_cast<__nv_bfloat16*>(a.dk);
-  p.dV = static_cast<__nv_bfloat16*>(a.dv);
+  p.dQ = static_cast<elem16*>(a.dq);
+  p.dK = static_cast<elem16*>(a.dk);
+  p.dV = static_cast<elem16*>(a.dv);
   p.stride_qb = a.q_strides[0], p.stride_qq = a.q_strides[1];
   p.stride_kb = a.k_strides[0], p.stride_kk = a.k_strides[1];
   p.stride_vb = a.v_strides[0], p.stride_vk = a.v_strides[1];
@@ -104,7 +104,7 @@ void opt_in_shared_memory(Kernel* kernel, std::size_t bytes, const DeviceInfo& d
 
 // One configuration of v5's forward on the plan's arguments (checked when it was made).
 template <class Cfg>
-void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
+void launch_fast_config(const ForwardPlan& plan, cudaStream_t stream) {
   const FastParams p = make_fast_params(plan.args, Cfg::BLOCK_M);
   const int blocks_x = Cfg::CAUSAL_PAIRS ? (p.n_q_tiles + 1) / 2 : p.n_q_tiles;
   const dim3 grid(static_cast<unsigned>(blocks_x), static_cast<unsigned>(plan.args.q_shape[0]));
@@ -124,7 +124,7 @@ void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
 
 // One configuration of v5's backward: its three launches.
 template <class Cfg>
-void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+void launch_fast_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   const FlashBwdArgs& a = plan.args;
   // The key-tile kernel's grid is (batch of K, key tiles): the key tile is the slow index, so the
   // heaviest causal blocks of every head start first. CUDA caps a grid's y dimension at 65535.
@@ -139,7 +139,7 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
   const auto batch = static_cast<unsigned>(a.q_shape[0]);
   // The row phases: one thread per 16-byte chunk of a query row.
   const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(a.q_shape[1] * Cfg::CHUNKS, 256));
-  fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  fast_bwd_preprocess<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
   // The configuration as asked, or its twin compiled for deterministic dQ, a window or both.
@@ -162,8 +162,27 @@ void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
     key_tiles.template operator()<Cfg>();
   }
 
-  fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
+}
+
+// v5's forward and backward as the plans call them: the configuration, or its twin compiled for
+// fp16 (which has its own window and deterministic twins).
+template <class Cfg>
+void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
+  if (plan.args.dtype == DType::float16) {
+    launch_fast_config<typename Cfg::Float16>(plan, stream);
+  } else {
+    launch_fast_config<Cfg>(plan, stream);
+  }
+}
+template <class Cfg>
+void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+  if (plan.args.dtype == DType::float16) {
+    launch_fast_bwd_config<typename Cfg::Float16>(plan, stream);
+  } else {
+    launch_fast_bwd_config<Cfg>(plan, stream);
+  }
 }
 
 }  // namespace fa2::fast

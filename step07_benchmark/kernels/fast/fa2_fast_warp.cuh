@@ -38,8 +38,8 @@ struct WarpPlace {
 
 // S = Q K_j^T for the warp's rows, fp32, in registers.
 template <class Cfg>
-__device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
-                                               const __nv_bfloat16* sKj, const WarpPlace& w) {
+__device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<Cfg>& qf, const elem16* sQ,
+                                               const elem16* sKj, const WarpPlace& w) {
   constexpr int WM = Cfg::WARP_M;
 #pragma unroll
   for (int mt = 0; mt < WM; ++mt)
@@ -63,8 +63,8 @@ __device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<
       ldmatrix_x4(b, addr_chunks_then_rows<Cfg>(sKj, nn * 16, 2 * kk, w.lane));
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
-        mma_bf16_16816(s[mt][2 * nn], qa[mt], b[0], b[1]);
-        mma_bf16_16816(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
+        mma_16816<Cfg::FLOAT16>(s[mt][2 * nn], qa[mt], b[0], b[1]);
+        mma_16816<Cfg::FLOAT16>(s[mt][2 * nn + 1], qa[mt], b[2], b[3]);
       }
     }
   }
@@ -143,7 +143,7 @@ __device__ __forceinline__ void online_softmax(ScoreFrags<Cfg>& s, RowState<Cfg>
 // two neighbouring 16x8 tiles of P make one 16x16 A fragment once packed to bf16, register r
 // from the accumulators layouts.hpp's p_source_* name.
 template <class Cfg>
-__device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const __nv_bfloat16* sVj,
+__device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrags<Cfg>& s, const elem16* sVj,
                                               int lane) {
   constexpr int WM = Cfg::WARP_M;
 #pragma unroll
@@ -154,7 +154,7 @@ __device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrag
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         const int t = 2 * kk + p_source_tile(r), e = p_source_element(r);
-        pa[mt][r] = pack_bf16x2(s[mt][t][e], s[mt][t][e + 1]);
+        pa[mt][r] = pack_x2<Cfg::FLOAT16>(s[mt][t][e], s[mt][t][e + 1]);
       }
 #pragma unroll
     for (int dd = 0; dd < Cfg::D / 16; ++dd) {
@@ -162,8 +162,8 @@ __device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrag
       ldmatrix_x4_trans(b, addr_rows_then_chunks<Cfg>(sVj, kk * 16, 2 * dd, lane));
 #pragma unroll
       for (int mt = 0; mt < WM; ++mt) {
-        mma_bf16_16816(st.o[mt][2 * dd], pa[mt], b[0], b[1]);
-        mma_bf16_16816(st.o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
+        mma_16816<Cfg::FLOAT16>(st.o[mt][2 * dd], pa[mt], b[0], b[1]);
+        mma_16816<Cfg::FLOAT16>(st.o[mt][2 * dd + 1], pa[mt], b[2], b[3]);
       }
     }
   }
@@ -176,10 +176,10 @@ __device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrag
 // the test.
 template <class Cfg, bool MAY_SEE_NO_KEY = false>
 __device__ __forceinline__ void write_output(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w, int q0,
-                                             index_t bh, __nv_bfloat16* sQ) {
+                                             index_t bh, elem16* sQ) {
   constexpr float kLn2 = 0.6931471805599453f;
   const int g = w.lane / 4, c = 2 * (w.lane % 4);
-  __nv_bfloat16* Ob = p.O + bh * p.stride_ob;
+  elem16* Ob = p.O + bh * p.stride_ob;
   float* Lb = p.L + bh * p.stride_lb;
   if constexpr (Cfg::O_VIA_SMEM) __syncthreads();  // sQ is about to hold O: every warp must be done reading Q
 #pragma unroll
@@ -196,14 +196,14 @@ __device__ __forceinline__ void write_output(const FastParams& p, const RowState
 #pragma unroll
         for (int t = 0; t < Cfg::D / 8; ++t) {
           *reinterpret_cast<std::uint32_t*>(sQ + tile_offset<Cfg>(row, t) + c) =
-              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
+              pack_x2<Cfg::FLOAT16>(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
         }
       } else if (query < p.N_QUERIES) {
-        __nv_bfloat16* out_row = Ob + static_cast<index_t>(query) * p.stride_oq;
+        elem16* out_row = Ob + static_cast<index_t>(query) * p.stride_oq;
 #pragma unroll
         for (int t = 0; t < Cfg::D / 8; ++t) {
           *reinterpret_cast<std::uint32_t*>(out_row + t * 8 + c) =
-              pack_bf16x2(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
+              pack_x2<Cfg::FLOAT16>(st.o[mt][t][2 * h] * inv, st.o[mt][t][2 * h + 1] * inv);
         }
       }
       if (query < p.N_QUERIES && (w.lane & 3) == 0) {
@@ -231,17 +231,17 @@ __device__ __forceinline__ void write_output(const FastParams& p, const RowState
 template <class Cfg>
 struct KeyStream {
   const FastParams& p;
-  const __nv_bfloat16* Kb;  // this (batch, head)'s K and V
-  const __nv_bfloat16* Vb;
-  __nv_bfloat16* sK;
-  __nv_bfloat16* sV;
+  const elem16* Kb;  // this (batch, head)'s K and V
+  const elem16* Vb;
+  elem16* sK;
+  elem16* sV;
   int last_query_of_warp;  // causal: the warp's last query row
   int first_tile;          // the loops' tile j is key tile first_tile + j (a window skips those before)
 
-  __device__ __forceinline__ __nv_bfloat16* K_stage(int j) const {
+  __device__ __forceinline__ elem16* K_stage(int j) const {
     return sK + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
   }
-  __device__ __forceinline__ __nv_bfloat16* V_stage(int j) const {
+  __device__ __forceinline__ elem16* V_stage(int j) const {
     return sV + (Cfg::STAGES == 2 ? (j & 1) : 0) * Cfg::BLOCK_N * Cfg::D;
   }
   __device__ __forceinline__ void load_K(int j) const {
@@ -255,7 +255,7 @@ struct KeyStream {
     return !Cfg::CAUSAL || causal_tile_needed(first_tile + j, last_query_of_warp, Cfg::BLOCK_N);
   }
   // S_j = Q K_j^T for this warp's rows, masked (mask_scores): K_j must have landed.
-  __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const __nv_bfloat16* sQ,
+  __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const elem16* sQ,
                                          const WarpPlace& w) const {
     compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
     mask_scores<Cfg>(s, (first_tile + j) * Cfg::BLOCK_N, p.N_KEYS, w, Cfg::WINDOW ? &p : nullptr);
@@ -275,7 +275,7 @@ __device__ __forceinline__ void init_row_state(RowState<Cfg>& st) {
 
 // With Q_IN_REGS, this warp's Q fragments go to registers once, for every key tile.
 template <class Cfg>
-__device__ __forceinline__ void load_q_fragments(QFrags<Cfg>& qf, const __nv_bfloat16* sQ, const WarpPlace& w) {
+__device__ __forceinline__ void load_q_fragments(QFrags<Cfg>& qf, const elem16* sQ, const WarpPlace& w) {
   if constexpr (Cfg::Q_IN_REGS) {
 #pragma unroll
     for (int mt = 0; mt < Cfg::WARP_M; ++mt)

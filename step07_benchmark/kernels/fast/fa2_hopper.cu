@@ -100,8 +100,9 @@ CUtensorMap encode_tiles(const void* data, CUtensorMapDataType type, index_t ele
 }  // namespace
 
 CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
-                     int box_rows) {
-  return encode_tiles(data, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, batch, N, D, row_stride, batch_stride, 64, box_rows);
+                     int box_rows, bool float16) {
+  return encode_tiles(data, float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, batch, N,
+                      D, row_stride, batch_stride, 64, box_rows);
 }
 
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,

@@ -20,11 +20,11 @@
 
 namespace fa2::fast {
 
-// The TMA view of a (batch, N, D) bf16 tensor with a contiguous head dim: dims (D, N, batch),
-// innermost first, byte strides for rows and batches; a box of 64 columns (the 128-byte swizzle's
-// row) by box_rows rows, rows past N read as zeros (fa2_hopper.cu).
+// The TMA view of a (batch, N, D) bf16 (or, float16, fp16) tensor with a contiguous head dim: dims
+// (D, N, batch), innermost first, byte strides for rows and batches; a box of 64 columns (the
+// 128-byte swizzle's row) by box_rows rows, rows past N read as zeros (fa2_hopper.cu).
 CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
-                     int box_rows);
+                     int box_rows, bool float16);
 // The same for a float32 (batch, N, D) tensor (dQ_accum): boxes of 32 columns (128 bytes) by
 // box_rows rows in the 128-byte swizzle; rows outside the tensor are neither read nor written.
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,
@@ -32,7 +32,7 @@ CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t 
 
 // One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps.
 template <class Cfg>
-void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
+void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
   const FlashFwdArgs& a = plan.args;
   const auto kernel = [] {
     if constexpr (Cfg::TMA) {
@@ -51,11 +51,13 @@ void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
     // One block per work item (query tile, head), or, persistent, one per SM walking them.
     const int items = p.n_q_tiles * static_cast<int>(B);
     const int blocks = Cfg::PERSISTENT ? std::min(items, device.sm_count) : items;
-    HopperMaps maps{tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M),
-                    tile_map(a.k, a.k_shape[0], a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N),
-                    tile_map(a.v, a.v_shape[0], a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N),
-                    {}};
-    if constexpr (Cfg::STORE_TMA) maps.o = tile_map(a.o, B, a.q_shape[1], D, a.o_strides[1], a.o_strides[0], 64);
+    HopperMaps maps{
+        tile_map(a.q, B, a.q_shape[1], D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M, Cfg::FLOAT16),
+        tile_map(a.k, a.k_shape[0], a.k_shape[1], D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N, Cfg::FLOAT16),
+        tile_map(a.v, a.v_shape[0], a.k_shape[1], D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N, Cfg::FLOAT16),
+        {}};
+    if constexpr (Cfg::STORE_TMA)
+      maps.o = tile_map(a.o, B, a.q_shape[1], D, a.o_strides[1], a.o_strides[0], 64, Cfg::FLOAT16);
     kernel<<<static_cast<unsigned>(blocks), Cfg::BLOCK_THREADS, Cfg::smem_bytes, stream>>>(p, maps,
                                                                                            static_cast<int>(B));
   } else {
@@ -68,22 +70,22 @@ void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
 // One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel
 // (warp-specialised with the producer), with the TMA views its options read.
 template <class Cfg>
-void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   const FlashBwdArgs& a = plan.args;
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
   const FastBwdParams p = make_fast_bwd_params(a);
   const index_t B = a.q_shape[0], N_q = a.q_shape[1], N_k = a.k_shape[1], D = a.q_shape[2];
   const auto batch = static_cast<unsigned>(B);
   const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(N_q * Cfg::CHUNKS, 256));
-  fast_bwd_preprocess<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  fast_bwd_preprocess<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
   HopperBwdMaps maps{};
   if constexpr (Cfg::PRODUCER) {
-    maps.q = tile_map(a.q, B, N_q, D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M);
-    maps.dO = tile_map(a.do_, B, N_q, D, a.do_strides[1], a.do_strides[0], Cfg::BLOCK_M);
-    maps.k = tile_map(a.k, a.k_shape[0], N_k, D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N);
-    maps.v = tile_map(a.v, a.v_shape[0], N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N);
+    maps.q = tile_map(a.q, B, N_q, D, a.q_strides[1], a.q_strides[0], Cfg::BLOCK_M, Cfg::FLOAT16);
+    maps.dO = tile_map(a.do_, B, N_q, D, a.do_strides[1], a.do_strides[0], Cfg::BLOCK_M, Cfg::FLOAT16);
+    maps.k = tile_map(a.k, a.k_shape[0], N_k, D, a.k_strides[1], a.k_strides[0], Cfg::BLOCK_N, Cfg::FLOAT16);
+    maps.v = tile_map(a.v, a.v_shape[0], N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N, Cfg::FLOAT16);
   }
   if constexpr (Cfg::DQ_TMA) {
     maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], 64);
@@ -110,8 +112,26 @@ void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
     key_tiles.template operator()<Cfg>();
   }
 
-  fast_bwd_convert_dq<Cfg::D><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
+}
+
+// v6 and v6b as the plans call them: the configuration, or its twin compiled for fp16.
+template <class Cfg>
+void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
+  if (plan.args.dtype == DType::float16) {
+    launch_hopper_config<typename Cfg::Float16>(plan, stream);
+  } else {
+    launch_hopper_config<Cfg>(plan, stream);
+  }
+}
+template <class Cfg>
+void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
+  if (plan.args.dtype == DType::float16) {
+    launch_hopper_bwd_config<typename Cfg::Float16>(plan, stream);
+  } else {
+    launch_hopper_bwd_config<Cfg>(plan, stream);
+  }
 }
 
 }  // namespace fa2::fast

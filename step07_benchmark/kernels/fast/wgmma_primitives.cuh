@@ -95,61 +95,100 @@ __device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[TILES][4]) {
   "%46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, "  \
   "%68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}"
 
-// d (64 x N) = A B (+ d when accumulate), 16 deep, bf16 in, fp32 out, A (64 x 16) and B (16 x N)
-// in shared memory. K-major by default (the 16 k-values of a row contiguous): S = Q K^T. With
-// MN_MAJOR both transpose flags are set: A stored as 16 rows of its 64 M values, B as 16 rows of
-// its N values, as the backward's dQ = dS K_j reads dS^T (keys x queries) and K_j (keys x D)
-// (hopper/backward_products.cuh).
-template <int N, bool MN_MAJOR = false>
+// d (64 x N) = A B (+ d when accumulate), 16 deep, bf16 (or fp16 with FLOAT16) in, fp32 out, A
+// (64 x 16) and B (16 x N) in shared memory. K-major by default (the 16 k-values of a row
+// contiguous): S = Q K^T. With MN_MAJOR both transpose flags are set: A stored as 16 rows of its
+// 64 M values, B as 16 rows of its N values, as the backward's dQ = dS K_j reads dS^T (keys x
+// queries) and K_j (keys x D) (hopper/backward_products.cuh).
+// The instruction names its input type ("bf16" or "f16"), so each is written once per type.
+#define FA2_WGMMA_SS_64(TYPE)                                                          \
+  asm volatile(                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS32 \
+      ", %32, %33, p, 1, 1, %35, %35;\n}\n"                                            \
+      : FA2_WGMMA_ACC32(d, 0)                                                          \
+      : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
+#define FA2_WGMMA_SS_128(TYPE)                                                          \
+  asm volatile(                                                                         \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                      \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS64 \
+      ", %64, %65, p, 1, 1, %67, %67;\n}\n"                                             \
+      : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)                                    \
+      : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
+#define FA2_WGMMA_SS_176(TYPE)                                                                      \
+  asm volatile(                                                                                     \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"                                                  \
+      "wgmma.mma_async.sync.aligned.m64n176k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS88             \
+      ", %88, %89, p, 1, 1, %91, %91;\n}\n"                                                         \
+      : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8), FA2_WGMMA_ACC8(d, 16), FA2_WGMMA_ACC8(d, 18), \
+        FA2_WGMMA_ACC8(d, 20)                                                                       \
+      : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
+template <int N, bool FLOAT16, bool MN_MAJOR = false>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b, bool accumulate) {
   static_assert(N == 64 || N == 128 || N == 176, "N of 64, 128 or 176");
   const int acc = accumulate ? 1 : 0;
   constexpr int kTranspose = MN_MAJOR ? 1 : 0;
   if constexpr (N == 64) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2_WGMMA_REGS32 ", %32, %33, p, 1, 1, %35, %35;\n}\n"
-        : FA2_WGMMA_ACC32(d, 0)
-        : "l"(a), "l"(b), "r"(acc), "n"(kTranspose));
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_SS_64("f16");
+    } else {
+      FA2_WGMMA_SS_64("bf16");
+    }
   } else if constexpr (N == 128) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA2_WGMMA_REGS64 ", %64, %65, p, 1, 1, %67, %67;\n}\n"
-        : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)
-        : "l"(a), "l"(b), "r"(acc), "n"(kTranspose));
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_SS_128("f16");
+    } else {
+      FA2_WGMMA_SS_128("bf16");
+    }
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %90, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n176k16.f32.bf16.bf16 " FA2_WGMMA_REGS88 ", %88, %89, p, 1, 1, %91, %91;\n}\n"
-        : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8), FA2_WGMMA_ACC8(d, 16), FA2_WGMMA_ACC8(d, 18),
-          FA2_WGMMA_ACC8(d, 20)
-        : "l"(a), "l"(b), "r"(acc), "n"(kTranspose));
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_SS_176("f16");
+    } else {
+      FA2_WGMMA_SS_176("bf16");
+    }
   }
 }
 
 // d (64 x N) += A B with A (64 x 16) in registers, each warp its 16 rows in mma.sync's A-fragment
 // layout (mma_primitives.cuh), and B (16 x N) in shared memory, MN-major (the N values of a k
 // contiguous, the transpose flag set): O += P V with V stored keys x D.
-template <int N>
+#define FA2_WGMMA_RS_64(TYPE)                                                          \
+  asm volatile(                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS32 \
+      ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"                                  \
+      : FA2_WGMMA_ACC32(d, 0)                                                          \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+#define FA2_WGMMA_RS_128(TYPE)                                                          \
+  asm volatile(                                                                         \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"                                      \
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS64 \
+      ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                   \
+      : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)                                    \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1))
+template <int N, bool FLOAT16>
 __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const std::uint32_t (&a)[4], std::uint64_t b) {
   static_assert(N == 64 || N == 128, "N of 64 or 128");
   if constexpr (N == 64) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " FA2_WGMMA_REGS32
-        ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
-        : FA2_WGMMA_ACC32(d, 0)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_RS_64("f16");
+    } else {
+      FA2_WGMMA_RS_64("bf16");
+    }
   } else {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " FA2_WGMMA_REGS64
-        ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
-        : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC32(d, 8)
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(1));
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_RS_128("f16");
+    } else {
+      FA2_WGMMA_RS_128("bf16");
+    }
   }
 }
 
+#undef FA2_WGMMA_SS_64
+#undef FA2_WGMMA_SS_128
+#undef FA2_WGMMA_SS_176
+#undef FA2_WGMMA_RS_64
+#undef FA2_WGMMA_RS_128
 #undef FA2_WGMMA_ACC8
 #undef FA2_WGMMA_ACC32
 #undef FA2_WGMMA_REGS32

@@ -10,6 +10,7 @@
 
 #include "step07_benchmark/kernels/fast/dq_turns.cuh"  // deterministic_twin
 #include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/fast/mma_primitives.cuh"  // elem16, float16_twin
 
 namespace fa2::fast {
 
@@ -21,6 +22,7 @@ struct HopperBwdOptions {
                                // two stages on mbarriers: the computing warpgroups never meet to load
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
+  bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
 };
 
 template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
@@ -36,6 +38,8 @@ struct HopperBwdConfig {
   static constexpr bool PRODUCER = OPT.producer;
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
+  static constexpr bool FLOAT16 = OPT.float16;
+  using Float16 = HopperBwdConfig<D_, CAUSAL_, float16_twin(OPT)>;
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
   // then moves registers from the producer (which only issues loads) to the others.
   static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);

@@ -41,15 +41,15 @@ __device__ __forceinline__ void st_shared_u32(std::uint32_t address, std::uint32
 // ROWS rows of a (N, D) tensor from row0 into the tile at shared address `tile`, in wgmma's
 // 128-byte swizzle (sw128_offset), in the background; rows past n_rows are zero-filled.
 template <class Cfg, int ROWS>
-__device__ __forceinline__ void load_rows_sw128(std::uint32_t tile, const __nv_bfloat16* base, index_t row_stride,
-                                                int row0, int n_rows) {
+__device__ __forceinline__ void load_rows_sw128(std::uint32_t tile, const elem16* base, index_t row_stride, int row0,
+                                                int n_rows) {
   constexpr int total = ROWS * Cfg::CHUNKS;
   static_assert(total % Cfg::NUM_THREADS == 0, "every thread loads as many chunks");
 #pragma unroll
   for (int i = static_cast<int>(threadIdx.x); i < total; i += Cfg::NUM_THREADS) {
     const int r = i / Cfg::CHUNKS, c = i % Cfg::CHUNKS;
     const bool valid = row0 + r < n_rows;
-    const __nv_bfloat16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * kChunkElems : base;
+    const elem16* src = valid ? base + static_cast<index_t>(row0 + r) * row_stride + c * kChunkElems : base;
     cp_async_16(tile + 2 * sw128_offset<ROWS>(r, c), src, valid);
   }
 }
@@ -72,7 +72,7 @@ __device__ __forceinline__ void issue_keys_times_rows(KeysByQueries<Cfg>& acc, s
       a = advance(a, a_offset(kk) - a_offset(kk - 1));
       b = advance(b, b_offset(kk) - b_offset(kk - 1));
     }
-    wgmma_ss<BM>(acc, a, b, kk > 0);
+    wgmma_ss<BM, Cfg::FLOAT16>(acc, a, b, kk > 0);
   }
   wgmma_commit();
 }
@@ -88,7 +88,7 @@ __device__ __forceinline__ void issue_keys_by_dims(KeysByDims<Cfg>& acc, const K
 #pragma unroll
   for (int kk = 0; kk < BM / 16; ++kk) {
     if (kk > 0) b = advance(b, 16 * 128);  // 16 query rows further
-    wgmma_rs_tb<Cfg::D>(acc, x[kk], b);
+    wgmma_rs_tb<Cfg::D, Cfg::FLOAT16>(acc, x[kk], b);
   }
   wgmma_commit();
 }
@@ -121,7 +121,7 @@ __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint
       a = advance(a, 16 * 128);  // 16 key rows further
       b = advance(b, 16 * 128);
     }
-    wgmma_ss<Cfg::DQ_COLS, true>(dq, a, b, kk > 0);  // both read transposed
+    wgmma_ss<Cfg::DQ_COLS, Cfg::FLOAT16, true>(dq, a, b, kk > 0);  // both read transposed
   }
   wgmma_commit();
 }

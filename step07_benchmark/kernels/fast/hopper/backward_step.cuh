@@ -65,8 +65,8 @@ __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, c
       const float p0 = exp2_approx(x[0]), p1 = exp2_approx(x[1]);
       const int kk = t / 2, r = 2 * (t % 2) + h;
       static_assert(p_source_tile(2) == 1 && p_source_element(1) == 2, "the register order assumed here");
-      pf[kk][r] = pack_bf16x2(p0, p1);
-      dsf[kk][r] = pack_bf16x2(p0 * (dp[t][2 * h] - Di.x), p1 * (dp[t][2 * h + 1] - Di.y));
+      pf[kk][r] = pack_x2<Cfg::FLOAT16>(p0, p1);
+      dsf[kk][r] = pack_x2<Cfg::FLOAT16>(p0 * (dp[t][2 * h] - Di.x), p1 * (dp[t][2 * h + 1] - Di.y));
     }
   }
 }
@@ -94,13 +94,13 @@ __device__ __forceinline__ void write_key_rows(const FastBwdParams& p, index_t b
   for (int h = 0; h < 2; ++h) {
     const int key = th.key0 + th.row + 8 * h;
     if (key >= p.N_KEYS) continue;
-    __nv_bfloat16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + th.col;
-    __nv_bfloat16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + th.col;
+    elem16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + th.col;
+    elem16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + th.col;
 #pragma unroll
     for (int t = 0; t < Cfg::D / 8; ++t) {
       *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
-          pack_bf16x2(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
-      *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_bf16x2(dv[t][2 * h], dv[t][2 * h + 1]);
+          pack_x2<Cfg::FLOAT16>(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_x2<Cfg::FLOAT16>(dv[t][2 * h], dv[t][2 * h + 1]);
     }
   }
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/fast/mma_primitives.cuh"  // elem16, float16_twin
 
 namespace fa2::fast {
 
@@ -31,6 +32,8 @@ struct HopperOptions {
                               // last product: the next item's Q loads during this one's last tile
   int exp_fma_eighths = 0;    // of every 8 column groups of S (8 keys each), how many take 2^x
                               // from a cubic on the FMA units (exp2_fma.hpp) instead of MUFU
+  bool float16 = false;       // fp16 elements instead of bf16; not a row's choice: every
+                              // configuration is built both ways (Cfg::Float16)
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -38,6 +41,8 @@ struct HopperConfig {
   static constexpr int D = D_;
   static constexpr bool CAUSAL = CAUSAL_;
   static constexpr int WARPGROUPS = OPT.warpgroups;
+  static constexpr bool FLOAT16 = OPT.float16;
+  using Float16 = HopperConfig<D_, CAUSAL_, float16_twin(OPT)>;
   static constexpr bool TMA = OPT.tma;
   static constexpr int NUM_WARPS = 4 * WARPGROUPS;                     // the computing warps
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;                   // what the cp.async loads split over
@@ -71,7 +76,7 @@ struct HopperConfig {
   // epilogue; then (TMA) the mbarriers, 8 bytes each: Q full, Q empty, and per stage K full,
   // V full, K empty, V empty. The launch asks for TILE_ALIGN more, to start it on an atom.
   static constexpr std::size_t tiles_bytes =
-      static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(__nv_bfloat16);
+      static_cast<std::size_t>((STORE_TMA ? 2 : 1) * BLOCK_M + 2 * STAGES * BLOCK_N) * D * sizeof(elem16);
   static constexpr std::size_t smem_bytes = tiles_bytes + (TMA ? (2 + 4 * STAGES) * 8 : 0) + TILE_ALIGN;
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
   static_assert(TMA || (!STORE_TMA && !PERSISTENT), "the TMA store and the persistent loop need the producer");

@@ -33,7 +33,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
                                                      const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar, int wg,
                                                      const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
-  const __nv_bfloat16* sQ = smem.q;
+  const elem16* sQ = smem.q;
   // Tile j's stage, and the phase of its `full` barriers that its waits name.
   const auto stage = [&](int j) { return (ring0 + j).stage(); };
   const auto phase = [&](int j) { return (ring0 + j).phase(); };

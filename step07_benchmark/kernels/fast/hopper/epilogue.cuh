@@ -26,7 +26,7 @@ namespace fa2::fast {
 // written again only once the previous tile's store has read it.
 template <class Cfg>
 __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w,
-                                                 int q0, int bh, int wg, __nv_bfloat16* sO, const CUtensorMap* map_o) {
+                                                 int q0, int bh, int wg, elem16* sO, const CUtensorMap* map_o) {
   constexpr float kLn2 = 0.6931471805599453f;
   constexpr int BM = Cfg::BLOCK_M;
   const int barrier = epilogue_barrier(wg);  // the warpgroup's 128 threads
@@ -45,7 +45,7 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
 #pragma unroll
     for (int t = 0; t < Cfg::D / 8; ++t) {
       *reinterpret_cast<std::uint32_t*>(sO + sw128_offset<BM>(row, t) + c) =
-          pack_bf16x2(st.o[0][t][2 * h] * inv, st.o[0][t][2 * h + 1] * inv);
+          pack_x2<Cfg::FLOAT16>(st.o[0][t][2 * h] * inv, st.o[0][t][2 * h + 1] * inv);
     }
     const int query = q0 + row;
     if (query < p.N_QUERIES && (w.lane & 3) == 0) {

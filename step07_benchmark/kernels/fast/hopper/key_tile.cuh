@@ -20,8 +20,7 @@ namespace fa2::fast {
 // S = Q K_j^T for the warpgroup's 64 rows: D / 16 wgmma, issued and committed as one group (not
 // waited for). sQ is the (BLOCK_M, D) Q tile, whose rows 64 wg .. 64 wg + 63 are the warpgroup's.
 template <class Cfg>
-__device__ __forceinline__ void issue_scores(ScoreFrags<Cfg>& s, const __nv_bfloat16* sQ, int wg,
-                                             const __nv_bfloat16* sKj) {
+__device__ __forceinline__ void issue_scores(ScoreFrags<Cfg>& s, const elem16* sQ, int wg, const elem16* sKj) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
   wgmma_fence();
 #pragma unroll
@@ -30,7 +29,7 @@ __device__ __forceinline__ void issue_scores(ScoreFrags<Cfg>& s, const __nv_bflo
     const int block = kk / 4, within = (kk % 4) * 16;
     const std::uint64_t a = sw128_descriptor(sQ + block * BM * 64 + wg * 64 * 64 + within, 16, 1024);
     const std::uint64_t b = sw128_descriptor(sKj + block * BN * 64 + within, 16, 1024);
-    wgmma_ss<BN>(s[0], a, b, kk > 0);
+    wgmma_ss<BN, Cfg::FLOAT16>(s[0], a, b, kk > 0);
   }
   wgmma_commit();
 }
@@ -89,7 +88,7 @@ __device__ __forceinline__ void pack_probabilities(const ScoreFrags<Cfg>& s, PFr
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int t = 2 * kk + p_source_tile(r), e = p_source_element(r);
-      pa[kk][r] = pack_bf16x2(s[0][t][e], s[0][t][e + 1]);
+      pa[kk][r] = pack_x2<Cfg::FLOAT16>(s[0][t][e], s[0][t][e + 1]);
     }
 }
 
@@ -114,13 +113,13 @@ __device__ __forceinline__ void rescale_output(RowState<Cfg>& st, const float (&
 // A operand, V_j read keys x D (MN-major: 16 keys are 16 rows of 128 bytes, 2048 bytes per
 // slice; the D / 64 column blocks BLOCK_N * 128 bytes apart). Issued and committed as one group.
 template <class Cfg>
-__device__ __forceinline__ void issue_pv(RowState<Cfg>& st, const PFrags<Cfg>& pa, const __nv_bfloat16* sVj) {
+__device__ __forceinline__ void issue_pv(RowState<Cfg>& st, const PFrags<Cfg>& pa, const elem16* sVj) {
   constexpr int BN = Cfg::BLOCK_N;
   fence_accumulators(st.o[0]);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < BN / 16; ++kk) {
-    wgmma_rs_tb<Cfg::D>(st.o[0], pa[kk], sw128_descriptor(sVj + kk * 16 * 64, BN * 128, 1024));
+    wgmma_rs_tb<Cfg::D, Cfg::FLOAT16>(st.o[0], pa[kk], sw128_descriptor(sVj + kk * 16 * 64, BN * 128, 1024));
   }
   wgmma_commit();
 }

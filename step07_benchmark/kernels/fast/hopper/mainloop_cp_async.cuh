@@ -21,8 +21,8 @@ namespace fa2::fast {
 // ROWS rows of a (N, D) tensor from row0 into a (ROWS, D) tile in the 128-byte swizzle wgmma
 // reads, in the background; rows past n_rows are zero-filled.
 template <class Cfg, int ROWS>
-__device__ __forceinline__ void load_tile_sw128(__nv_bfloat16* tile, const __nv_bfloat16* base, index_t row_stride,
-                                                int row0, int n_rows) {
+__device__ __forceinline__ void load_tile_sw128(elem16* tile, const elem16* base, index_t row_stride, int row0,
+                                                int n_rows) {
   load_rows_async<Cfg, ROWS>(tile, base, row_stride, row0, n_rows,
                              [](int r, int c) { return sw128_offset<ROWS>(r, c); });
 }
@@ -39,7 +39,7 @@ __device__ __forceinline__ void load_tile_sw128(__nv_bfloat16* tile, const __nv_
 // n_tiles otherwise), at least 1.
 template <class Cfg, class KStage, class VStage, class LoadTile>
 __device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, int n_tiles, int n_seen,
-                                                           RowState<Cfg>& st, const __nv_bfloat16* sQ, int wg,
+                                                           RowState<Cfg>& st, const elem16* sQ, int wg,
                                                            const KStage& K_stage, const VStage& V_stage,
                                                            const LoadTile& load_tile, const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
@@ -108,9 +108,9 @@ __device__ __forceinline__ void hopper_key_loop(const FastParams& p, index_t bh,
                                                 const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
   const index_t kv = bh / p.kv_group;  // grouped-query attention: the head's K and V
-  const __nv_bfloat16* Kb = p.K + kv * p.stride_kb;
-  const __nv_bfloat16* Vb = p.V + kv * p.stride_vb;
-  const __nv_bfloat16* sQ = smem.q;
+  const elem16* Kb = p.K + kv * p.stride_kb;
+  const elem16* Vb = p.V + kv * p.stride_vb;
+  const elem16* sQ = smem.q;
   // Tile j lands in stage j % STAGES.
   const auto K_stage = [&](int j) { return smem.k_stage(j % Cfg::STAGES); };
   const auto V_stage = [&](int j) { return smem.v_stage(j % Cfg::STAGES); };

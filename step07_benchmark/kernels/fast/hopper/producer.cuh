@@ -33,7 +33,7 @@ template <class Cfg, class Scheduler>
 __device__ __forceinline__ void hopper_producer(const FastParams& p, const HopperMaps& maps, const Scheduler& sched,
                                                 int items, const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
-  constexpr std::uint32_t tile_bytes = BN * D * sizeof(__nv_bfloat16);
+  constexpr std::uint32_t tile_bytes = BN * D * sizeof(elem16);
   const auto block_item = [&](int k) {
     return sched.item(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
   };
@@ -58,7 +58,7 @@ __device__ __forceinline__ void hopper_producer(const FastParams& p, const Hoppe
       if (j == 0) {
         const PipelineState<1> q{k};
         if (q.refills()) mbarrier_wait(bar.q_empty, q.release_phase());
-        mbarrier_arrive_expect_bytes(bar.q_full, BM * D * sizeof(__nv_bfloat16));
+        mbarrier_arrive_expect_bytes(bar.q_full, BM * D * sizeof(elem16));
         for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(smem.q + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar.q_full);
       }
     }

@@ -41,12 +41,12 @@ template <class Cfg>
 struct SharedStorage {
   static constexpr int kQElems = Cfg::BLOCK_M * Cfg::D, kKvElems = Cfg::BLOCK_N * Cfg::D;
   struct OutputTile {
-    __nv_bfloat16 rows[kQElems];  // (BLOCK_M, D): O / l in bf16, read by the TMA store
+    elem16 rows[kQElems];  // (BLOCK_M, D): O / l in bf16, read by the TMA store
   };
 
-  __nv_bfloat16 q[kQElems];                // (BLOCK_M, D)
-  __nv_bfloat16 k[Cfg::STAGES][kKvElems];  // STAGES x (BLOCK_N, D)
-  __nv_bfloat16 v[Cfg::STAGES][kKvElems];  // STAGES x (BLOCK_N, D)
+  elem16 q[kQElems];                // (BLOCK_M, D)
+  elem16 k[Cfg::STAGES][kKvElems];  // STAGES x (BLOCK_N, D)
+  elem16 v[Cfg::STAGES][kKvElems];  // STAGES x (BLOCK_N, D)
   [[no_unique_address]] std::conditional_t<Cfg::STORE_TMA, OutputTile, NoOutputTile> o;
   [[no_unique_address]] std::conditional_t<Cfg::TMA, RingBarriers<Cfg::STAGES>, NoBarriers> bar;
 };
@@ -76,20 +76,20 @@ template <class Cfg>
 struct SmemTiles {
   using S = SharedStorage<Cfg>;
   static constexpr int kQElems = S::kQElems, kKvElems = S::kKvElems;
-  __nv_bfloat16* q;  // SharedStorage::q
-  __nv_bfloat16* k;  // SharedStorage::k[0]
-  __nv_bfloat16* v;  // SharedStorage::v[0]
-  __nv_bfloat16* o;  // SharedStorage::o (STORE_TMA)
+  elem16* q;  // SharedStorage::q
+  elem16* k;  // SharedStorage::k[0]
+  elem16* v;  // SharedStorage::v[0]
+  elem16* o;  // SharedStorage::o (STORE_TMA)
 
   __device__ __forceinline__ explicit SmemTiles(unsigned char* start)
-      : q(reinterpret_cast<__nv_bfloat16*>(start)),
-        k(q + offsetof(S, k) / sizeof(__nv_bfloat16)),
-        v(q + offsetof(S, v) / sizeof(__nv_bfloat16)),
-        o(q + tiles_o_offset() / sizeof(__nv_bfloat16)) {
+      : q(reinterpret_cast<elem16*>(start)),
+        k(q + offsetof(S, k) / sizeof(elem16)),
+        v(q + offsetof(S, v) / sizeof(elem16)),
+        o(q + tiles_o_offset() / sizeof(elem16)) {
     static_assert(storage_matches_config<Cfg>(), "SharedStorage and HopperConfig::smem_bytes disagree");
   }
-  __device__ __forceinline__ __nv_bfloat16* k_stage(int stage) const { return k + stage * kKvElems; }
-  __device__ __forceinline__ __nv_bfloat16* v_stage(int stage) const { return v + stage * kKvElems; }
+  __device__ __forceinline__ elem16* k_stage(int stage) const { return k + stage * kKvElems; }
+  __device__ __forceinline__ elem16* v_stage(int stage) const { return v + stage * kKvElems; }
 
  private:
   static constexpr std::size_t tiles_o_offset() {
