@@ -7,6 +7,7 @@
 #include <c10/core/ScalarType.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
+#include <c10/util/Half.h>
 #include <c10/util/string_view.h>
 #include <torch/library.h>
 
@@ -39,6 +40,9 @@
 // kBFloat16 tensor is a buffer of fa2::bf16 as it stands: the kernels get its address, unconverted.
 static_assert(sizeof(c10::BFloat16) == sizeof(fa2::bf16) && alignof(c10::BFloat16) == alignof(fa2::bf16),
               "c10::BFloat16 and fa2::bf16 must have one layout");
+// Likewise torch's float16 (c10::Half) and fa2::fp16: both IEEE binary16.
+static_assert(sizeof(c10::Half) == sizeof(fa2::fp16) && alignof(c10::Half) == alignof(fa2::fp16),
+              "c10::Half and fa2::fp16 must have one layout");
 
 namespace {
 
@@ -67,8 +71,8 @@ Kernel parse_kernel(const char* op, c10::string_view name) {
   const std::string s(name.data(), name.size());
   if (s == "step05") return Kernel::step05;
   TORCH_CHECK(s == "fast", op, ": unknown kernel \"", s,
-              "\"; choose \"step05\" (forward and backward, float32 and bfloat16, CPU and CUDA) or \"fast\" (forward "
-              "and backward, bfloat16, CUDA)");
+              "\"; choose \"step05\" (forward and backward, float32, bfloat16 and float16, CPU and CUDA) or \"fast\" "
+              "(forward and backward, bfloat16 and float16, CUDA)");
   return Kernel::fast;
 }
 
@@ -81,12 +85,13 @@ void check_lengths(const char* op, const char* name, const at::Tensor& t) {
 
 // q (B, H, N_q, D) or (B, N_q, D); k and v (B, H_kv, N_k, D) or (B, N_k, D), H_kv dividing H
 // (grouped-query attention, as scaled_dot_product_attention's enable_gqa=True); one dtype
-// (float32 or bfloat16), one device.
+// (float32, bfloat16 or float16), one device.
 void check_qkv(const char* op, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
   TORCH_CHECK(q.dim() == 4 || q.dim() == 3, op, ": q must be 4-D (B, H, N, D) or 3-D (B, N, D), got ", q.dim(),
               "-D with shape ", q.sizes());
-  TORCH_CHECK(q.scalar_type() == at::kFloat || q.scalar_type() == at::kBFloat16, op, ": q has dtype ", dtype_name(q),
-              "; the kernels take float32 or bfloat16 (convert with .float() or .bfloat16())");
+  TORCH_CHECK(q.scalar_type() == at::kFloat || q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, op,
+              ": q has dtype ", dtype_name(q),
+              "; the kernels take float32, bfloat16 or float16 (convert with .float(), .bfloat16() or .half())");
   for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
     TORCH_CHECK(t->dim() == q.dim(), op, ": ", name, " is ", t->dim(), "-D but q is ", q.dim(),
                 "-D; q, k and v must have one rank");
@@ -172,7 +177,14 @@ fa2::Extents<Rank> strides_of(const at::Tensor& t) {
 }
 
 fa2::DType kernel_dtype(const at::Tensor& t) {
-  return t.scalar_type() == at::kBFloat16 ? fa2::DType::bfloat16 : fa2::DType::float32;
+  switch (t.scalar_type()) {
+    case at::kBFloat16:
+      return fa2::DType::bfloat16;
+    case at::kHalf:
+      return fa2::DType::float16;
+    default:
+      return fa2::DType::float32;  // check_qkv let nothing else through
+  }
 }
 
 // The kernels' own checks (validate) throw std::invalid_argument naming the argument, e.g.
@@ -340,7 +352,7 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::T
     // fallback: what the fast kernel refuses is an error that says why.
     const fa2::fast::ForwardPlan plan = fa2::fast::plan_forward(c.args);
     TORCH_CHECK(plan.runs(), kForward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
-                ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
+                ". kernel=\"step05\" takes float32, bfloat16 and float16 with head dims 16, 32, 64 and 128");
     run_checked(kForward, [&] { fa2::fast::run(plan, stream); });
   } else {
     run_checked(kForward, [&] { fa2::flash_fwd_cuda(c.args, stream); });
@@ -361,7 +373,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
   if (c.kernel == Kernel::fast) {
     const fa2::fast::BackwardPlan plan = fa2::fast::plan_backward(c.args);
     TORCH_CHECK(plan.runs(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
-                ". kernel=\"step05\" takes float32 and bfloat16 with head dims 16, 32, 64 and 128");
+                ". kernel=\"step05\" takes float32, bfloat16 and float16 with head dims 16, 32, 64 and 128");
     run_checked(kBackward, [&] { fa2::fast::run(plan, stream); });
   } else {
     run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });

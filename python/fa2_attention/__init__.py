@@ -147,8 +147,10 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     of each group. N_q and N_k may differ; D is 16, 32, 64 or 128; B * H is at most 65535; every
     length is at least 1. Returns out, shaped and typed like q.
 
-    Dtypes: float32 or bfloat16, the same for q, k and v (float32 products run as TF32 on the
-    tensor cores, as Triton's tl.dot does). Accumulation is float32 in both cases.
+    Dtypes: float32, bfloat16 or float16, the same for q, k and v (float32 products run as TF32 on
+    the tensor cores, as Triton's tl.dot does). Accumulation is float32 in every case. float16
+    keeps 3 more mantissa bits than bfloat16 but overflows past 65504: inputs, out and the
+    gradients must fit in that range, as in every float16 kernel.
 
     Devices: CUDA tensors run the CUDA kernels on PyTorch's current stream; CPU tensors run the
     same kernel bodies on the host, one program after another (for checking, not for speed).
@@ -163,8 +165,8 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
         tiles wholly outside every query's window are skipped, not computed and masked. A query
         that sees no key (possible when N_q > N_k + left) gets out = 0, lse = +inf and zero
         gradients. kernel="fast" runs v5's kernels with a window (v6 and v6b take none).
-    kernel: "step05" (step 5's kernel; forward and backward, float32 and bfloat16, CPU and CUDA)
-        or "fast" (step 7's fast forward and backward: CUDA, bfloat16, D in 32/64/128; on an
+    kernel: "step05" (step 5's kernel; forward and backward, float32, bfloat16 and float16, CPU and
+        CUDA) or "fast" (step 7's fast forward and backward: CUDA, bfloat16 and float16, D in 32/64/128; on an
         sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b, elsewhere, and with a
         window, both are v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
         other kernel is tried in its place.
@@ -181,7 +183,7 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     for kernel="fast", is a tensor whose rows do not all start on a 16-byte boundary; every other
     input is read in place. out, lse and the gradients are new contiguous tensors.
 
-    Errors (RuntimeError, naming the argument): another dtype (float16, float64, integers), dtypes
+    Errors (RuntimeError, naming the argument): another dtype (float64, integers), dtypes
     or devices that differ, a rank other than 3 or 4, shapes that do not fit, a length of 0, an
     unsupported head dim, an unknown kernel name, a non-finite scale.
     """

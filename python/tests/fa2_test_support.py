@@ -45,19 +45,24 @@ SHAPES = [
 ]
 SHAPE_IDS = [f"B{b}-Nq{nq}-Nk{nk}-D{d}" for b, nq, nk, d in SHAPES]
 
-DTYPES = ["float32", "bfloat16"]  # names, so that parametrisation needs no torch
+DTYPES = ["float32", "bfloat16", "float16"]  # names, so that parametrisation needs no torch
 
 # Forward tolerances (the article's, and step05's C++ tests'): float32 products run as TF32 (11
-# significant bits), bf16 rounds the inputs, P and O to 8 significant bits.
-FORWARD_TOL = {"float32": dict(atol=1e-2, rtol=1e-2), "bfloat16": dict(atol=2e-2, rtol=2e-2)}
+# significant bits), bf16 rounds the inputs, P and O to 8 significant bits, fp16 to 11 (as TF32).
+FORWARD_TOL = {
+    "float32": dict(atol=1e-2, rtol=1e-2),
+    "bfloat16": dict(atol=2e-2, rtol=2e-2),
+    "float16": dict(atol=1e-2, rtol=1e-2),
+}
 
 # Gradient tolerances, as step05's backward tests (step05_fa2_kernel/README.md, "Tolerances"): a
 # gradient entry is a sum in which dP and D_i nearly cancel, so it can be far smaller than the
 # terms whose rounding sets its error. The absolute part is therefore a fraction of the largest
 # entry of the three reference gradients, with a relative part on top. float32: 1e-2 and 1e-2 (TF32
 # products, two in a row); bf16: 3e-2 and 2e-2 (P, dS, the forward's O and the results rounded to
-# 8 bits). step05 measured worst errors of 1.7e-3 (float32) and 4.8e-3 (bf16) of that scale.
-GRADIENT_TOL = {"float32": (1e-2, 1e-2), "bfloat16": (3e-2, 2e-2)}  # (fraction of the scale, rtol)
+# 8 bits); fp16 as float32 (the same roundings as bf16's, at 11 bits). step05 measured worst
+# errors of 1.7e-3 (float32) and 4.8e-3 (bf16) of that scale.
+GRADIENT_TOL = {"float32": (1e-2, 1e-2), "bfloat16": (3e-2, 2e-2), "float16": (1e-2, 1e-2)}  # (fraction of the scale, rtol)
 
 
 def dtype_of(name):

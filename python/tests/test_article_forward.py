@@ -22,8 +22,15 @@ from fa2_test_support import (
 
 pytestmark = pytest.mark.cuda
 
-# step05's kernel takes both dtypes; the fast kernel bfloat16 only (D = 32, 64, 128: all five shapes).
-KERNEL_DTYPES = [("step05", "float32"), ("step05", "bfloat16"), ("fast", "bfloat16")]
+# step05's kernel takes all three dtypes; the fast kernel bfloat16 and float16 (D = 32, 64, 128: all
+# five shapes).
+KERNEL_DTYPES = [
+    ("step05", "float32"),
+    ("step05", "bfloat16"),
+    ("step05", "float16"),
+    ("fast", "bfloat16"),
+    ("fast", "float16"),
+]
 
 
 def sdpa_and_logsumexp(q, k, v, is_causal):

@@ -1,5 +1,5 @@
-"""Gradients through flash_attention (step05's backward kernel, and step07's fast one in bf16)
-against attention written out in float64: the article's shapes, float32 and bfloat16, causal and
+"""Gradients through flash_attention (step05's backward kernel, and step07's fast one in bf16 and fp16)
+against attention written out in float64: the article's shapes, float32, bfloat16 and float16, causal and
 not (causal also with N_q != N_k, both ways: the mask is top-left, like torch's is_causal). The first test checks that float64
 reference against PyTorch's own math backend. The GPU tests need a CUDA GPU.
 
@@ -76,14 +76,15 @@ def test_gradients_of_multi_head_inputs_with_an_explicit_scale(dtype_name):
 @pytest.mark.cuda
 @CAUSAL
 @pytest.mark.parametrize("B,Nq,Nk,D", SHAPES, ids=SHAPE_IDS)
-def test_fast_kernel_gradients_match_float64_attention(B, Nq, Nk, D, is_causal):
-    """kernel="fast": step07's forward and backward, bf16, (B, H, N, D) inputs with H = 2."""
-    q, k, v, dout = attention_inputs((B, 2, Nq, D), (B, 2, Nk, D), torch.bfloat16, device="cuda")
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
+def test_fast_kernel_gradients_match_float64_attention(B, Nq, Nk, D, is_causal, dtype_name):
+    """kernel="fast": step07's forward and backward, bf16 and fp16, (B, H, N, D) inputs with H = 2."""
+    q, k, v, dout = attention_inputs((B, 2, Nq, D), (B, 2, Nk, D), getattr(torch, dtype_name), device="cuda")
 
     out = flash_attention(q, k, v, is_causal=is_causal, kernel="fast")
     dq, dk, dv = torch.autograd.grad(out, (q, k, v), dout)
 
-    assert_gradients_close((dq, dk, dv), reference_gradients(q, k, v, dout, is_causal), "bfloat16")
+    assert_gradients_close((dq, dk, dv), reference_gradients(q, k, v, dout, is_causal), dtype_name)
     if is_causal and Nk > Nq:
         assert dk[..., Nq:, :].abs().max().item() == 0 and dv[..., Nq:, :].abs().max().item() == 0
 

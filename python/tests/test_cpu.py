@@ -1,5 +1,5 @@
 """The CPU operators (the kernel bodies run on the host) on small shapes, against PyTorch's SDPA and
-attention written out in float64: output, the saved lse, and the gradients, float32 and bfloat16,
+attention written out in float64: output, the saved lse, and the gradients, float32, bfloat16 and float16,
 causal and not. Needs torch and the library, no GPU.
 
     python3 -m pytest python/tests/test_cpu.py -q -rs

@@ -22,16 +22,16 @@ def raises(message):
     return pytest.raises(RuntimeError, match=re.escape(message))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float64"])
-def test_a_dtype_other_than_float32_or_bfloat16_is_refused(dtype):
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_a_dtype_other_than_float32_bfloat16_or_float16_is_refused(dtype):
     q, k, v = qkv(dtype=dtype)
-    with raises(f"fa2::forward: q has dtype {dtype}; the kernels take float32 or bfloat16"):
+    with raises(f"fa2::forward: q has dtype {dtype}; the kernels take float32, bfloat16 or float16"):
         flash_attention(q, k, v)
 
 
 def test_integer_tensors_are_refused():
     q = torch.ones(1, 2, 17, 16, dtype=torch.int32)
-    with pytest.raises(RuntimeError, match=r"q has dtype \w+; the kernels take float32 or bfloat16"):
+    with pytest.raises(RuntimeError, match=r"q has dtype \w+; the kernels take float32, bfloat16 or float16"):
         torch.ops.fa2.forward(q, q, q, False, None, "step05")
 
 
@@ -152,7 +152,7 @@ def test_tensors_on_two_devices_are_refused():
 @pytest.mark.cuda
 def test_the_fast_kernel_refuses_float32_saying_why():
     q, k, v = qkv((1, 2, 17, 64), device="cuda")
-    with raises('fa2::forward: kernel="fast" cannot run these inputs: dtype: the fast kernel takes bfloat16 only'):
+    with raises('fa2::forward: kernel="fast" cannot run these inputs: dtype: the fast kernel takes bfloat16 or float16 (float32 runs on step05)'):
         flash_attention(q, k, v, kernel="fast")
 
 
@@ -167,5 +167,5 @@ def test_the_fast_kernel_refuses_head_dim_16_saying_why():
 def test_the_fast_backward_refuses_float32_saying_why():
     q, k, v = qkv((1, 2, 17, 64), device="cuda")
     out, lse = torch.ops.fa2.forward(q, k, v, False, None, "step05")
-    with raises('fa2::backward: kernel="fast" cannot run these inputs: dtype: the fast kernel takes bfloat16 only'):
+    with raises('fa2::backward: kernel="fast" cannot run these inputs: dtype: the fast kernel takes bfloat16 or float16 (float32 runs on step05)'):
         torch.ops.fa2.backward(torch.ones_like(out), q, k, v, out, lse, False, None, "fast")

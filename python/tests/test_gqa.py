@@ -69,7 +69,7 @@ def test_cpu_grouped_query_attention_matches_sdpa_and_float64(group, is_causal, 
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("kernel,dtype_name", [("step05", "float32"), ("step05", "bfloat16"), ("fast", "bfloat16")])
+@pytest.mark.parametrize("kernel,dtype_name", [("step05", "float32"), ("step05", "bfloat16"), ("step05", "float16"), ("fast", "bfloat16"), ("fast", "float16")])
 @pytest.mark.parametrize("D", [64, 128])
 @CAUSAL
 @GROUPS

@@ -57,7 +57,7 @@ def test_cpu_window_matches_sdpa_and_float64(H, Nq, Nk, is_causal, window, dtype
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("kernel,dtype_name", [("step05", "float32"), ("step05", "bfloat16"), ("fast", "bfloat16")])
+@pytest.mark.parametrize("kernel,dtype_name", [("step05", "float32"), ("step05", "bfloat16"), ("step05", "float16"), ("fast", "bfloat16"), ("fast", "float16")])
 @pytest.mark.parametrize("window", WINDOWS, ids=WINDOW_IDS)
 @CAUSAL
 @pytest.mark.parametrize("D", [64, 128])

@@ -73,7 +73,7 @@ KernelVariant ablation_row(std::string key, std::string label, std::string adds,
                   std::move(adds),
                   kind == Kind::v6 || kind == Kind::v6b ? "hopper" : "fast",
                   std::move(head_dims),
-                  {DType::bfloat16}};
+                  {DType::bfloat16, DType::float16}};
   v.ablation = true;
   const bool backward = kind == Kind::v5b || kind == Kind::v6b;
   v.passes = backward ? "backward" : "forward";
@@ -98,7 +98,7 @@ enum class Entry { v5, v6, v6b, best };
 KernelVariant product_row(std::string key, std::string label, std::string adds, std::string family,
                           std::vector<int> head_dims, std::string passes, Entry entry) {
   KernelVariant v{std::move(key),    std::move(label),     std::move(adds),
-                  std::move(family), std::move(head_dims), {DType::bfloat16}};
+                  std::move(family), std::move(head_dims), {DType::bfloat16, DType::float16}};
 #if FA2_VARIANTS_WITH_CUDA
   v.cuda = entry == Entry::v5    ? &fast::flash_fwd_fast
            : entry == Entry::v6  ? &fast::flash_fwd_hopper

@@ -87,12 +87,13 @@ std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
 }
 
 // dQ, dK, dV of `backward` against the float64 reference on `shape`, causal and not.
+template <class T = fa2::bf16>
 void check_backward_shape(fa2::CudaBwdLaunchFn backward, const fa2::testing::FlashShape& shape, double qk_scale = 1.0,
-                          fa2::testing::GradientTolerance tol = fa2::testing::gradient_tolerance<fa2::bf16>(),
+                          fa2::testing::GradientTolerance tol = fa2::testing::gradient_tolerance<T>(),
                           bool deterministic = false) {
   for (bool causal : {false, true}) {
-    fa2::testing::require_close(fa2::testing::run_backward_and_compare<fa2::bf16>(
-        fa2::testing::gpu_passes<fa2::bf16>(backward, deterministic), shape, causal, qk_scale, tol));
+    fa2::testing::require_close(fa2::testing::run_backward_and_compare<T>(
+        fa2::testing::gpu_passes<T>(backward, deterministic), shape, causal, qk_scale, tol));
   }
 }
 
@@ -109,7 +110,7 @@ __global__ void keep_busy(long long cycles) {
 
 TEST_SUITE("gpu+variants") {
   TEST_CASE_TEMPLATE("GPU: every variant passes the article's test file in the dtypes it is built for", T, float,
-                     fa2::bf16) {
+                     fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
       if (std::find(v.dtypes.begin(), v.dtypes.end(), fa2::dtype_of<T>()) == v.dtypes.end() || !runs_here(v) ||
@@ -326,6 +327,53 @@ TEST_SUITE("gpu+variants") {
     }
   }
 
+  TEST_CASE("GPU: fp16 as bf16: every fast forward and backward on ragged shapes, groups, windows, deterministic") {
+    FA2_SKIP_WITHOUT_GPU();
+    using fa2::fp16;
+    for (const auto& v : kernel_variants()) {
+      // step05's rows have their own GPU tests; the ablations run fp16 in the article's test file above.
+      if (v.family == "ours" || v.ablation || !runs_here(v) || v.cuda == nullptr) continue;
+      if (std::find(v.dtypes.begin(), v.dtypes.end(), fa2::DType::float16) == v.dtypes.end()) continue;
+      INFO(v.name());
+      for (const auto D : v.head_dims) {
+        for (const fa2::testing::FlashShape shape :
+             {fa2::testing::FlashShape{2, 300, 257, D}, {1, 1, 333, D}, {3, 257, 1, D}, {16, 200, 130, D, 4}}) {
+          for (bool causal : {false, true}) {
+            const auto c = fa2::testing::run_and_compare<fp16>(gpu_runner<fp16>(v.cuda), shape, causal);
+            CHECK_MESSAGE(c.O.ok, c.O.summary());
+            CHECK_MESSAGE(c.L.ok, c.L.summary());
+          }
+        }
+        if (v.family == "fast" || v.key == "fast") {  // v5's rows take windows (v6 refuses them)
+          const fa2::Window window{40, 3};
+          const auto c = fa2::testing::run_and_compare<fp16>(gpu_runner<fp16>(v.cuda, window), {2, 300, 257, D}, false,
+                                                             fa2::testing::flash_tolerance<fp16>(), window);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
+      }
+    }
+    for (const auto* v : fast_backwards()) {
+      if (v->ablation) continue;
+      INFO(v->name());
+      for (const auto D : v->head_dims) {
+        for (const fa2::testing::FlashShape shape :
+             {fa2::testing::FlashShape{2, 37, 53, D}, {1, 300, 20, D}, {1, 1, 200, D}, {16, 300, 257, D, 4}}) {
+          for (bool deterministic : {false, true}) {
+            check_backward_shape<fp16>(v->cuda_backward, shape, 1.0, fa2::testing::gradient_tolerance<fp16>(),
+                                       deterministic);
+          }
+        }
+        if (v->family != "hopper" && !v->key.starts_with("v6b")) {
+          const fa2::Window window{40, 3};
+          fa2::testing::require_close(fa2::testing::run_backward_and_compare<fp16>(
+              fa2::testing::gpu_passes<fp16>(v->cuda_backward, false, window), {2, 300, 257, D}, true, 1.0,
+              fa2::testing::gradient_tolerance<fp16>(), window));
+        }
+      }
+    }
+  }
+
   TEST_CASE("GPU: every fast backward keeps scores of about +-25 finite and close to the reference") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto* v : fast_backwards()) {
@@ -451,6 +499,8 @@ TEST_SUITE("gpu+sanitizer") {
                                deterministic);
           check_backward_shape(v->cuda_backward, {4, 70, 130, D, 2}, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
                                deterministic);
+          check_backward_shape<fa2::fp16>(v->cuda_backward, {2, 70, 130, D}, 1.0,
+                                          fa2::testing::gradient_tolerance<fa2::fp16>(), deterministic);
         }
       }
     }
@@ -478,6 +528,11 @@ TEST_SUITE("gpu+sanitizer") {
           CHECK_MESSAGE(c.O.ok, c.O.summary());
           CHECK_MESSAGE(c.L.ok, c.L.summary());
         }
+        if (shape.B == 1 || shape.group == 2) {  // the fp16 twins on two of the shapes
+          const auto c = fa2::testing::run_and_compare<fa2::fp16>(gpu_runner<fa2::fp16>(v.cuda), shape, true);
+          CHECK_MESSAGE(c.O.ok, c.O.summary());
+          CHECK_MESSAGE(c.L.ok, c.L.summary());
+        }
       }
     }
   }
@@ -489,7 +544,8 @@ TEST_SUITE("variants") {
     fa2::Tensor<float, 3> q({1, 8, 64});
     fa2::Tensor<float, 2> l({1, 8});
     auto a = fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), l.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(a), doctest::Contains("bfloat16 only"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(a), doctest::Contains("takes bfloat16 or float16"),
+                         std::invalid_argument);
     fa2::Tensor<fa2::bf16, 3> h({1, 8, 16});
     fa2::Tensor<float, 2> lh({1, 8});
     auto b = fa2::make_flash_args<fa2::bf16>(h.cview(), h.cview(), h.cview(), h.view(), lh.view(), false);
@@ -536,7 +592,7 @@ TEST_SUITE("variants") {
       INFO(key);
       CHECK_THROWS_WITH_AS(v.cuda(a, nullptr), doctest::Contains("head_dim: v6 takes 64 or 128"),
                            std::invalid_argument);
-      CHECK_THROWS_WITH_AS(v.cuda(b, nullptr), doctest::Contains("bfloat16 only"), std::invalid_argument);
+      CHECK_THROWS_WITH_AS(v.cuda(b, nullptr), doctest::Contains("takes bfloat16 or float16"), std::invalid_argument);
     }
     CHECK(fa2::fast::hopper_unsupported_reason(a) == "head_dim: v6 takes 64 or 128");
   }
