@@ -36,4 +36,13 @@ inline float round_to_tf32(float x) {
   return y;
 }
 
+// How a program multiplies float32 tiles on the tensor cores, named after tl.dot's input_precision:
+//   tf32    each operand rounded to TF32 (11 significant bits) and multiplied once: tl.dot's
+//           default, and what PyTorch calls allow_tf32;
+//   tf32x3  each operand split into big = tf32(x) and small = tf32(x - big), and three products,
+//           small*big + big*small + big*big (small*small, 2^-22 of the product, is dropped): about
+//           float32's accuracy, on the same tensor cores, for three times their work.
+// 16-bit operands (bf16, fp16) multiply exactly either way.
+enum class InputPrecision { tf32, tf32x3 };
+
 }  // namespace fa2

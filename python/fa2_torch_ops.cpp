@@ -212,7 +212,8 @@ struct ForwardCall {
 };
 
 ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, bool is_causal,
-                            std::optional<double> scale, c10::string_view kernel, fa2::Window window, Where where) {
+                            std::optional<double> scale, c10::string_view kernel, fa2::Window window, bool allow_tf32,
+                            Where where) {
   ForwardCall c;
   c.kernel = parse_kernel(kForward, kernel);
   check_qkv(kForward, q, k, v);
@@ -237,14 +238,16 @@ ForwardCall prepare_forward(const at::Tensor& q, const at::Tensor& k, const at::
   a.causal = is_causal;
   a.scale = checked_scale(kForward, scale);
   a.window = window;
+  a.allow_tf32 = allow_tf32;
   run_checked(kForward, [&] { fa2::validate(a); });  // head dim, batch, window, ...: before anything runs
   return c;
 }
 
 std::tuple<at::Tensor, at::Tensor> forward_cpu(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                bool is_causal, std::optional<double> scale, c10::string_view kernel,
-                                               std::int64_t window_left, std::int64_t window_right) {
-  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, Where::cpu);
+                                               std::int64_t window_left, std::int64_t window_right, bool allow_tf32) {
+  ForwardCall c =
+      prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, allow_tf32, Where::cpu);
   run_checked(kForward, [&] { fa2::flash_fwd_host(c.args); });
   return {c.out, c.lse};
 }
@@ -262,7 +265,8 @@ struct BackwardCall {
 
 BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                               const at::Tensor& out, const at::Tensor& lse, bool is_causal, std::optional<double> scale,
-                              c10::string_view kernel, bool deterministic, fa2::Window window, Where where) {
+                              c10::string_view kernel, bool deterministic, fa2::Window window, bool allow_tf32,
+                              Where where) {
   const Kernel chosen = parse_kernel(kBackward, kernel);
   check_qkv(kBackward, q, k, v);
   TORCH_CHECK(chosen == Kernel::step05 || where == Where::cuda, kBackward,
@@ -313,6 +317,7 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   a.causal = is_causal;
   a.scale = checked_scale(kBackward, scale);
   a.window = window;
+  a.allow_tf32 = allow_tf32;
   // Deterministic gradients: step 5's backward runs its key tiles one launch after another (the
   // host path always does); the fast ones take turns on one counter per 32 query rows.
   a.deterministic = deterministic;
@@ -324,14 +329,12 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   return c;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& dout, const at::Tensor& q,
-                                                            const at::Tensor& k, const at::Tensor& v,
-                                                            const at::Tensor& out, const at::Tensor& lse,
-                                                            bool is_causal, std::optional<double> scale,
-                                                            c10::string_view kernel, bool deterministic,
-                                                            std::int64_t window_left, std::int64_t window_right) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, bool is_causal, std::optional<double> scale, c10::string_view kernel, bool deterministic,
+    std::int64_t window_left, std::int64_t window_right, bool allow_tf32) {
   BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic,
-                                    {window_left, window_right}, Where::cpu);
+                                    {window_left, window_right}, allow_tf32, Where::cpu);
   run_checked(kBackward, [&] { fa2::flash_bwd_host(c.args); });
   return {c.dq, c.dk, c.dv};
 }
@@ -343,8 +346,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cpu(const at::Tensor& do
 // caller's other work and with the caching allocator's reuse of the inputs and workspaces.
 std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                                 bool is_causal, std::optional<double> scale, c10::string_view kernel,
-                                                std::int64_t window_left, std::int64_t window_right) {
-  ForwardCall c = prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, Where::cuda);
+                                                std::int64_t window_left, std::int64_t window_right, bool allow_tf32) {
+  ForwardCall c =
+      prepare_forward(q, k, v, is_causal, scale, kernel, {window_left, window_right}, allow_tf32, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
@@ -360,14 +364,12 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::T
   return {c.out, c.lse};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& dout, const at::Tensor& q,
-                                                             const at::Tensor& k, const at::Tensor& v,
-                                                             const at::Tensor& out, const at::Tensor& lse,
-                                                             bool is_causal, std::optional<double> scale,
-                                                             c10::string_view kernel, bool deterministic,
-                                                             std::int64_t window_left, std::int64_t window_right) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, bool is_causal, std::optional<double> scale, c10::string_view kernel, bool deterministic,
+    std::int64_t window_left, std::int64_t window_right, bool allow_tf32) {
   BackwardCall c = prepare_backward(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic,
-                                    {window_left, window_right}, Where::cuda);
+                                    {window_left, window_right}, allow_tf32, Where::cuda);
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
@@ -389,11 +391,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(const at::Tensor& d
 TORCH_LIBRARY(fa2, m) {
   m.def(
       "forward(Tensor q, Tensor k, Tensor v, bool is_causal, float? scale, str kernel, int window_left=-1, "
-      "int window_right=-1) -> (Tensor out, Tensor lse)");
+      "int window_right=-1, bool allow_tf32=True) -> (Tensor out, Tensor lse)");
   m.def(
       "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool is_causal, float? scale, "
-      "str kernel, bool deterministic=False, int window_left=-1, int window_right=-1) -> (Tensor dq, Tensor dk, "
-      "Tensor dv)");
+      "str kernel, bool deterministic=False, int window_left=-1, int window_right=-1, bool allow_tf32=True) -> (Tensor "
+      "dq, Tensor dk, Tensor dv)");
 }
 
 TORCH_LIBRARY_IMPL(fa2, CPU, m) {

@@ -164,6 +164,17 @@ class SharedMemoryChecker {
   Coord<3> pid_{};
 };
 
+// The precision (InputPrecision, common/numeric.hpp) a launch's parameters ask for: their
+// `input_precision` member, tf32 without one.
+template <class Params>
+constexpr InputPrecision input_precision_of(const Params& params) {
+  if constexpr (requires { params.input_precision; }) {
+    return params.input_precision;
+  } else {
+    return InputPrecision::tf32;
+  }
+}
+
 // ---- HostProgram ----------------------------------------------------------------------------
 class HostProgram {
  public:
@@ -172,16 +183,19 @@ class HostProgram {
 
   // `checker` (optional) watches the shared memory for races; run_on_host always gives one.
   // The trace recorder is the one a live trace::Recording asked for this program id, if any.
+  // `precision`: how its products of float32 tiles run (InputPrecision).
   HostProgram(const Coord<3>& pid, std::byte* shared_memory, std::size_t shared_bytes,
-              SharedMemoryChecker* checker = nullptr)
+              SharedMemoryChecker* checker = nullptr, InputPrecision precision = InputPrecision::tf32)
       : pid_(pid),
         shared_(shared_memory),
         shared_bytes_(shared_bytes),
         checker_(checker),
-        recorder_(trace::Recording::recorder_for({pid[0], pid[1], pid[2]})) {}
+        recorder_(trace::Recording::recorder_for({pid[0], pid[1], pid[2]})),
+        precision_(precision) {}
 
   int program_id(int axis) const { return static_cast<int>(pid_[axis]); }
   int thread_rank() const { return 0; }
+  InputPrecision input_precision() const { return precision_; }
   void sync() const {
     if (checker_ != nullptr) checker_->barrier();
   }
@@ -222,6 +236,7 @@ class HostProgram {
   std::size_t shared_bytes_;
   SharedMemoryChecker* checker_;
   trace::Recorder* recorder_;
+  InputPrecision precision_;
 };
 
 static_assert(ProgramLike<HostProgram>);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "common/numeric.hpp"  // InputPrecision
 #include "step03_tile_pointer/tile_pointer.hpp"
 
 namespace fa2 {
@@ -18,9 +19,10 @@ class DeviceProgram {
   static_assert(NUM_THREADS % 32 == 0, "a program is made of whole warps");
 
   // first_x: the program id of the launch's first block on axis 0 (a launch may run one slice of
-  // a grid; launch.hpp's Grid::first_x).
-  __device__ explicit DeviceProgram(std::byte* shared_memory, int first_x = 0)
-      : shared_(shared_memory), first_x_(first_x) {}
+  // a grid; launch.hpp's Grid::first_x). precision: how its products of float32 tiles run.
+  __device__ explicit DeviceProgram(std::byte* shared_memory, int first_x = 0,
+                                    InputPrecision precision = InputPrecision::tf32)
+      : shared_(shared_memory), first_x_(first_x), precision_(precision) {}
 
   __device__ int program_id(int axis) const {
     return static_cast<int>(axis == 0 ? first_x_ + static_cast<int>(blockIdx.x)
@@ -28,6 +30,7 @@ class DeviceProgram {
   }
   __device__ int thread_rank() const { return static_cast<int>(threadIdx.x); }
   __device__ int warp_id() const { return static_cast<int>(threadIdx.x) / 32; }
+  __device__ InputPrecision input_precision() const { return precision_; }
   __device__ void sync() const { __syncthreads(); }
 
   // Combines `value` across groups of Width consecutive lanes (a butterfly of shuffles).
@@ -49,6 +52,7 @@ class DeviceProgram {
  private:
   std::byte* shared_;
   int first_x_;
+  InputPrecision precision_;
 };
 
 }  // namespace fa2

@@ -59,7 +59,7 @@ void run_on_host(const Grid& grid, const typename Body::Params& params) {
     for (int y = 0; y < grid.y; ++y) {
       for (int x = grid.first_x; x < grid.first_x + grid.x; ++x) {
         checker.start_program(Coord<3>{x, y, z});
-        const HostProgram prog(Coord<3>{x, y, z}, shared_bytes, sizeof(Shared), &checker);
+        const HostProgram prog(Coord<3>{x, y, z}, shared_bytes, sizeof(Shared), &checker, input_precision_of(params));
         body(prog, params);
       }
     }

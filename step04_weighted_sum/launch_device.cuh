@@ -18,7 +18,7 @@ namespace fa2 {
 template <class Body>
 __global__ void __launch_bounds__(Body::num_threads) program_kernel(const typename Body::Params params, int first_x) {
   extern __shared__ __align__(128) std::byte shared_memory[];
-  const DeviceProgram<Body::num_threads> prog(shared_memory, first_x);
+  const DeviceProgram<Body::num_threads> prog(shared_memory, first_x, input_precision_of(params));
   Body{}(prog, params);
 }
 

@@ -56,6 +56,7 @@ struct FlashBwdArgs {
   bool causal = false;
   std::optional<float> scale;  // default 1/sqrt(head_dim)
   Window window{};             // the forward's sliding window (FlashFwdArgs::window)
+  bool allow_tf32 = true;      // float32 products in TF32, or 3xTF32 (FlashFwdArgs::allow_tf32)
   // Deterministic gradients: dQ's shares are added in the same order on every run, so that dQ,
   // dK and dV are bitwise the same (dK and dV always are: one program writes each row). Step 5's
   // GPU backward then launches its key tiles one after another; the fast backwards take turns on

@@ -55,6 +55,7 @@ FlashBwdParams<T> make_flash_bwd_params(const FlashBwdArgs& a) {
   p.window_left = kernel_window(forward_args(a)).left;
   p.window_right = kernel_window(forward_args(a)).right;
   p.scale = softmax_scale(forward_args(a));
+  p.input_precision = a.allow_tf32 ? InputPrecision::tf32 : InputPrecision::tf32x3;
   return p;
 }
 

@@ -39,6 +39,7 @@ struct FlashBwdParams {
   index_t kv_group;                   // query batch elements per K and V batch element: 1, or the group of GQA
   index_t window_left, window_right;  // the sliding window, as FlashFwdParams has it
   float scale;
+  InputPrecision input_precision = InputPrecision::tf32;  // as FlashFwdParams has it
 };
 
 }  // namespace fa2

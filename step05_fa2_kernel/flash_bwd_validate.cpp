@@ -33,6 +33,7 @@ FlashFwdArgs forward_args(const FlashBwdArgs& a) {
   f.causal = a.causal;
   f.scale = a.scale;
   f.window = a.window;
+  f.allow_tf32 = a.allow_tf32;
   return f;
 }
 

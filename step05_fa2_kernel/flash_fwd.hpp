@@ -57,6 +57,10 @@ struct FlashFwdArgs {
   // A sliding window (common/window.hpp): query q sees keys q - left .. q + right only, -1 for
   // no bound on that side; on top of the causal mask when both are given.
   Window window{};
+  // float32 inputs: true runs the products in TF32 (tl.dot's default, 11 significant bits per
+  // operand); false in 3xTF32, about float32's accuracy for three times the tensor-core work
+  // (InputPrecision, common/numeric.hpp). bf16 and fp16 products are exact either way.
+  bool allow_tf32 = true;
 };
 
 // Builds the arguments from views (host or device memory: only shapes, strides and

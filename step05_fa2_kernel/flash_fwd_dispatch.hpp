@@ -58,6 +58,7 @@ FlashFwdParams<T> make_flash_params(const FlashFwdArgs& a) {
   p.window_left = kernel_window(a).left;
   p.window_right = kernel_window(a).right;
   p.scale = softmax_scale(a);
+  p.input_precision = a.allow_tf32 ? InputPrecision::tf32 : InputPrecision::tf32x3;
   return p;
 }
 

@@ -31,6 +31,8 @@ struct FlashFwdParams {
   // flash_fwd.hpp: without a window, 2^40, past every key, so the same code holds).
   index_t window_left, window_right;
   float scale;
+  // How float32 products run (common/numeric.hpp): the program reads it (input_precision_of).
+  InputPrecision input_precision = InputPrecision::tf32;
 };
 
 // The tl.constexpr arguments of the Triton kernel: element type, head dim, causal flag, tile

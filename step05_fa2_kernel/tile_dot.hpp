@@ -61,13 +61,20 @@ constexpr void check_dot_operands() {
 }
 
 namespace detail {
-// What the tensor cores multiply: TF32 for float32 operands, bf16 and fp16 exactly.
+// One product as the tensor cores compute it: bf16 and fp16 operands exactly; float32 operands
+// rounded to TF32, or under tf32x3 split into TF32 parts, big*big + big*small + small*big (the GPU
+// adds the three in another order: float32 rounding apart, the same numbers).
 template <class T>
-inline float tensor_core_operand(T x) {
+inline float tensor_core_product(InputPrecision precision, T a, T b) {
   if constexpr (std::is_same_v<T, float>) {
-    return round_to_tf32(x);
+    const float a_big = round_to_tf32(a), b_big = round_to_tf32(b);
+    if (precision == InputPrecision::tf32x3) {
+      const float a_small = round_to_tf32(a - a_big), b_small = round_to_tf32(b - b_big);
+      return a_small * b_big + a_big * b_small + a_big * b_big;
+    }
+    return a_big * b_big;
   } else {
-    return static_cast<float>(x);
+    return static_cast<float>(a) * static_cast<float>(b);
   }
 }
 }  // namespace detail
@@ -103,11 +110,11 @@ Frag<float, RowLayout<M, N, 1>> dot_abt(const HostProgram& prog, const Tile<TA, 
   check_dot_operands<TA, TB>();
   detail::note_product_reads<M, N, K>(prog, &A, B, [&](int n, int k) { return &B.at(n, k); });
   Frag<float, RowLayout<M, N, 1>> S;
+  const InputPrecision precision = prog.input_precision();
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float acc = 0.0f;
-      for (int k = 0; k < K; ++k)
-        acc += detail::tensor_core_operand(A.at(m, k)) * detail::tensor_core_operand(B.at(n, k));
+      for (int k = 0; k < K; ++k) acc += detail::tensor_core_product(precision, A.at(m, k), B.at(n, k));
       S.v[m][n] = acc;
     }
   }
@@ -126,11 +133,11 @@ Frag<float, RowLayout<M, N, 1>> dot(const HostProgram& prog, const Frag<TA, RowL
   detail::note_product_reads<M, N, K>(prog, static_cast<const Tile<TB, Block<K, N>, PB>*>(nullptr), B,
                                       [&](int n, int k) { return &B.at(k, n); });
   Frag<float, RowLayout<M, N, 1>> out;
+  const InputPrecision precision = prog.input_precision();
   for (int m = 0; m < M; ++m) {
     for (int n = 0; n < N; ++n) {
       float sum = 0.0f;
-      for (int k = 0; k < K; ++k)
-        sum += detail::tensor_core_operand(A.v[m][k]) * detail::tensor_core_operand(B.at(k, n));
+      for (int k = 0; k < K; ++k) sum += detail::tensor_core_product(precision, A.v[m][k], B.at(k, n));
       out.v[m][n] = acc.v[m][n] + sum;
     }
   }
@@ -152,12 +159,11 @@ Frag<float, RowLayout<K, N, 1>> dot_atb(const HostProgram& prog, const Frag<TA, 
   detail::note_product_reads<K, N, M>(prog, static_cast<const Tile<TB, Block<M, N>, PB>*>(nullptr), B,
                                       [&](int n, int m) { return &B.at(m, n); });
   Frag<float, RowLayout<K, N, 1>> out;
+  const InputPrecision precision = prog.input_precision();
   for (int row = 0; row < K; ++row) {
     for (int col = 0; col < N; ++col) {
       float A_t_B = 0.0f;  // column `row` of A against column `col` of B
-      for (int m = 0; m < M; ++m) {
-        A_t_B += detail::tensor_core_operand(A.v[m][row]) * detail::tensor_core_operand(B.at(m, col));
-      }
+      for (int m = 0; m < M; ++m) A_t_B += detail::tensor_core_product(precision, A.v[m][row], B.at(m, col));
       out.v[row][col] = acc.v[row][col] + A_t_B;
     }
   }

@@ -50,6 +50,37 @@ struct Wmma<float> {
 template <class T>
 using AccumulatorFor = wmma::fragment<wmma::accumulator, 16, 16, Wmma<T>::K, float>;
 
+// acc += a b for one pair of fragments of TA. float32 operands under tf32x3 (InputPrecision): each
+// split into big = tf32(x) and small = tf32(x - big) in place, then three products, the small
+// terms first so that they are added while acc is still small; otherwise rounded to TF32 and one
+// product. 16-bit operands: one product, exact.
+template <class TA, class Acc, class FragA, class FragB>
+__device__ void multiply_add(InputPrecision precision, Acc& acc, FragA& a, FragB& b) {
+  if constexpr (std::is_same_v<TA, float>) {
+    if (precision == InputPrecision::tf32x3) {
+      FragA a_small;
+      FragB b_small;
+      for (int i = 0; i < a.num_elements; ++i) {
+        const float big = wmma::__float_to_tf32(a.x[i]);
+        a_small.x[i] = wmma::__float_to_tf32(a.x[i] - big);
+        a.x[i] = big;
+      }
+      for (int i = 0; i < b.num_elements; ++i) {
+        const float big = wmma::__float_to_tf32(b.x[i]);
+        b_small.x[i] = wmma::__float_to_tf32(b.x[i] - big);
+        b.x[i] = big;
+      }
+      wmma::mma_sync(acc, a_small, b, acc);
+      wmma::mma_sync(acc, a, b_small, acc);
+      wmma::mma_sync(acc, a, b, acc);
+      return;
+    }
+  }
+  Wmma<TA>::round(a);
+  Wmma<TA>::round(b);
+  wmma::mma_sync(acc, a, b, acc);
+}
+
 // Copies a row-major shared Tile into this thread's share of a register tile.
 template <class T, class L, class TileT>
 __device__ void read_fragment(int rank, const TileT& tile, Frag<T, L>& out) {
@@ -92,9 +123,7 @@ __device__ Frag<float, RowLayout<M, N, NT>> dot_abt(const DeviceProgram<NT>& pro
       typename W::template Fragment<wmma::matrix_b, wmma::col_major> b;  // B^T, read from row-major B
       wmma::load_matrix_sync(a, W::ptr(&A.at(bm * 16, k)), Tile<TA, Block<M, K>, PA>::ld);
       wmma::load_matrix_sync(b, W::ptr(&B.at(bn * 16, k)), Tile<TB, Block<N, K>, PB>::ld);
-      W::round(a);
-      W::round(b);
-      wmma::mma_sync(acc, a, b, acc);
+      detail::multiply_add<TA>(prog.input_precision(), acc, a, b);
     }
     wmma::store_matrix_sync(&stage.S.at(bm * 16, bn * 16), acc, decltype(stage.S)::ld, wmma::mem_row_major);
   }
@@ -129,9 +158,7 @@ __device__ Frag<float, RowLayout<M, N, NT>> dot(const DeviceProgram<NT>& prog, c
       typename W::template Fragment<wmma::matrix_b, wmma::row_major> b;
       wmma::load_matrix_sync(a, W::ptr(&stage.P.at(bm * 16, k)), decltype(stage.P)::ld);
       wmma::load_matrix_sync(b, W::ptr(&B.at(k, bn * 16)), Tile<TB, Block<K, N>, PB>::ld);
-      W::round(a);
-      W::round(b);
-      wmma::mma_sync(c, a, b, c);
+      detail::multiply_add<TA>(prog.input_precision(), c, a, b);
     }
     wmma::store_matrix_sync(&stage.O.at(bm * 16, bn * 16), c, decltype(stage.O)::ld, wmma::mem_row_major);
   }
@@ -168,9 +195,7 @@ __device__ Frag<float, RowLayout<K, N, NT>> dot_atb(const DeviceProgram<NT>& pro
       typename W::template Fragment<wmma::matrix_b, wmma::row_major> b;
       wmma::load_matrix_sync(a, W::ptr(&stage.A.at(m, bk * 16)), decltype(stage.A)::ld);
       wmma::load_matrix_sync(b, W::ptr(&B.at(m, bn * 16)), Tile<TB, Block<M, N>, PB>::ld);
-      W::round(a);
-      W::round(b);
-      wmma::mma_sync(c, a, b, c);
+      detail::multiply_add<TA>(prog.input_precision(), c, a, b);
     }
     wmma::store_matrix_sync(&stage.C.at(bk * 16, bn * 16), c, decltype(stage.C)::ld, wmma::mem_row_major);
   }

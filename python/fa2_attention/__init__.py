@@ -91,7 +91,7 @@ def has_cuda_kernels():
 
 
 @torch.library.register_fake("fa2::forward")
-def _forward_fake(q, k, v, is_causal, scale, kernel, window_left=-1, window_right=-1):
+def _forward_fake(q, k, v, is_causal, scale, kernel, window_left=-1, window_right=-1, allow_tf32=True):
     out = q.new_empty(q.shape)
     lse = q.new_empty(q.shape[:-1], dtype=torch.float32)
     return out, lse
@@ -99,7 +99,7 @@ def _forward_fake(q, k, v, is_causal, scale, kernel, window_left=-1, window_righ
 
 @torch.library.register_fake("fa2::backward")
 def _backward_fake(dout, q, k, v, out, lse, is_causal, scale, kernel, deterministic=False, window_left=-1,
-                   window_right=-1):
+                   window_right=-1, allow_tf32=True):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
@@ -114,23 +114,25 @@ class _FlashAttentionFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, is_causal, scale, kernel, deterministic, window):
-        out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel, window[0], window[1])
+    def forward(ctx, q, k, v, is_causal, scale, kernel, deterministic, window, allow_tf32):
+        out, lse = torch.ops.fa2.forward(q, k, v, is_causal, scale, kernel, window[0], window[1], allow_tf32)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.is_causal = is_causal
         ctx.scale = scale
         ctx.kernel = kernel
         ctx.deterministic = deterministic
         ctx.window = window
+        ctx.allow_tf32 = allow_tf32
         return out
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = torch.ops.fa2.backward(
-            dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel, ctx.deterministic, *ctx.window
+            dout, q, k, v, out, lse, ctx.is_causal, ctx.scale, ctx.kernel, ctx.deterministic, *ctx.window,
+            ctx.allow_tf32,
         )
-        return dq, dk, dv, None, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None, None
 
 
 def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deterministic=False, window=(-1, -1)):
@@ -147,10 +149,14 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     of each group. N_q and N_k may differ; D is 16, 32, 64 or 128; B * H is at most 65535; every
     length is at least 1. Returns out, shaped and typed like q.
 
-    Dtypes: float32, bfloat16 or float16, the same for q, k and v (float32 products run as TF32 on
-    the tensor cores, as Triton's tl.dot does). Accumulation is float32 in every case. float16
-    keeps 3 more mantissa bits than bfloat16 but overflows past 65504: inputs, out and the
-    gradients must fit in that range, as in every float16 kernel.
+    Dtypes: float32, bfloat16 or float16, the same for q, k and v. Accumulation is float32 in every
+    case. float32 products follow torch.backends.cuda.matmul.allow_tf32, as torch.matmul does:
+    False (PyTorch's default) runs them in 3xTF32 (each operand split into two TF32 parts, three
+    tensor-core products: about float32's accuracy, three times the product work); True in TF32,
+    as Triton's tl.dot does by default (11 significant bits per operand). The flag is read at the
+    forward, and the backward uses the same. float16 keeps 3 more mantissa bits than bfloat16 but
+    overflows past 65504: inputs, out and the gradients must fit in that range, as in every
+    float16 kernel.
 
     Devices: CUDA tensors run the CUDA kernels on PyTorch's current stream; CPU tensors run the
     same kernel bodies on the host, one program after another (for checking, not for speed).
@@ -193,4 +199,6 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
         left, right = (int(w) for w in window)
     except (TypeError, ValueError):
         raise TypeError(f"flash_attention: window must be a pair of ints (left, right), got {window!r}") from None
-    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic), (left, right))
+    allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic), (left, right),
+                                         allow_tf32)

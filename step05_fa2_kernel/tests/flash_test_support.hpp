@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -68,7 +70,7 @@ inline const std::vector<FlashShape>& article_shapes() {
 //    2^-11 per operand), like tl.dot's default; measured errors are ~1e-3.
 //  - bfloat16: 2e-2, because the inputs, P before the second product and O itself are
 //    rounded to 8 significant bits (2^-9 relative); measured errors are ~5e-3.
-//  - float16: 1e-2, as float32: its 11 significant bits round P and O by 2^-12 relative, what
+//  - float16: 1e-2, as float32: its 11 significant bits round P and O by up to 2^-11 relative, what
 //    TF32 does to float32's operands; the inputs are exact.
 template <class T>
 constexpr Tolerance flash_tolerance() {
@@ -162,6 +164,30 @@ FlashCheck run_and_compare(const FlashRunner<T>& run, const FlashShape& shape, b
   c.O.what = where + "O";
   c.L.what = where + "L";
   return c;
+}
+
+// float32 with allow_tf32 = false (3xTF32 products): O and L within kFloat32Tolerance of the
+// float64 reference on three of the article's shapes, causal and not; `tf32`, the same launcher
+// with TF32 products, misses that tolerance, so the check measures what the flag changes. TF32
+// rounds each operand by up to 2^-11 relative (errors of ~1e-3 in O); 3xTF32 leaves ~2^-22 per product,
+// and the float32 softmax and sums bring O and L to ~1e-6 (FA2_MEASURE=1 prints the errors).
+inline constexpr Tolerance kFloat32Tolerance{2e-5, 2e-5};
+
+inline void check_float32_products(const FlashRunner<float>& precise, const FlashRunner<float>& tf32) {
+  for (const FlashShape shape : {FlashShape{2, 100, 100, 64}, {1, 37, 53, 32}, {1, 200, 96, 128}}) {
+    for (bool causal : {false, true}) {
+      const auto c = run_and_compare<float>(precise, shape, causal, kFloat32Tolerance);
+      if (std::getenv("FA2_MEASURE") != nullptr) {
+        std::fprintf(stderr, "FA2_MEASURE 3xTF32 %s: largest error O %.2g L %.2g\n", shape.name().c_str(),
+                     c.O.max_abs_error, c.L.max_abs_error);
+      }
+      CHECK_MESSAGE(c.O.ok, c.O.summary());
+      CHECK_MESSAGE(c.L.ok, c.L.summary());
+    }
+  }
+  const auto c = run_and_compare<float>(tf32, {2, 100, 100, 64}, false, kFloat32Tolerance);
+  const std::string why = "TF32 products met the float32 tolerance: " + c.O.summary();
+  CHECK_MESSAGE(!c.O.ok, why);
 }
 
 // The article's matrix for one dtype: every shape, non-causal, and causal for square shapes

@@ -22,6 +22,13 @@ fa2::testing::FlashPasses<T> gpu_passes() {
   return fa2::testing::gpu_passes<T>(&fa2::flash_bwd_cuda);
 }
 
+// The GPU backward with float32 products in 3xTF32 (what allow_tf32 = false asks for).
+void flash_bwd_cuda_3xtf32(const fa2::FlashBwdArgs& args, CUstream_st* stream) {
+  fa2::FlashBwdArgs a = args;
+  a.allow_tf32 = false;
+  fa2::flash_bwd_cuda(a, stream);
+}
+
 // Fresh inputs of 4 heads of 512 queries and keys (32 key tiles of 16 add into each row of
 // dQ_accum), their reference forward, and their backward on the GPU, as often as asked.
 struct RepeatedBackward {
@@ -39,6 +46,12 @@ struct RepeatedBackward {
 }  // namespace
 
 TEST_SUITE("gpu+backward") {
+  TEST_CASE("GPU backward: float32 with allow_tf32 = false: 3xTF32 gradients within 5e-5 of the scale, 0 for one key") {
+    FA2_SKIP_WITHOUT_GPU();
+    fa2::testing::check_float32_gradients(fa2::testing::gpu_passes<float>(&flash_bwd_cuda_3xtf32).backward,
+                                          fa2::testing::gpu_passes<float>(&fa2::flash_bwd_cuda).backward);
+  }
+
   TEST_CASE_TEMPLATE("GPU backward: the article's shapes give dQ, dK, dV of the float64 reference, causal and not", T,
                      float, fa2::bf16, fa2::fp16) {
     FA2_SKIP_WITHOUT_GPU();

@@ -33,6 +33,21 @@ int written_gaps(const std::vector<T>& storage, index_t row_length, index_t D) {
   return written;
 }
 
+// The host backward on float32 with products in TF32 (allow_tf32) or 3xTF32.
+fa2::testing::FlashBwdRunner<float> host_backward(bool allow_tf32) {
+  return [allow_tf32](TensorView<const float, 3> Q, TensorView<const float, 3> K, TensorView<const float, 3> V,
+                      TensorView<const float, 3> O, TensorView<const float, 2> L, TensorView<const float, 3> dO,
+                      bool causal) {
+    auto grads = fa2::poisoned_gradients<float>(Q.shape(), K.shape());
+    auto work = fa2::poisoned_workspace(Q.shape());
+    auto args = fa2::make_flash_bwd_args<float>(Q, K, V, O, L, dO, work.D_rows.view(), grads.dQ.view(),
+                                                work.dQ_accum.view(), grads.dK.view(), grads.dV.view(), causal);
+    args.allow_tf32 = allow_tf32;
+    fa2::flash_bwd_host(args);
+    return grads;
+  };
+}
+
 void flash_bwd_without_barrier_host(const fa2::FlashBwdArgs& args) {
   fa2::launch_flash_bwd<fa2::without_barrier::FlashBwdPreprocess, fa2::without_barrier::FlashBwdKernel,
                         fa2::without_barrier::FlashBwdConvertDQ>(
@@ -42,6 +57,10 @@ void flash_bwd_without_barrier_host(const fa2::FlashBwdArgs& args) {
 }  // namespace
 
 TEST_SUITE("host+backward") {
+  TEST_CASE("backward: float32 with allow_tf32 = false: 3xTF32 gradients within 5e-5 of the scale, and 0 for one key") {
+    fa2::testing::check_float32_gradients(host_backward(false), host_backward(true));
+  }
+
   TEST_CASE_TEMPLATE("backward: the article's shapes give dQ, dK, dV of the float64 reference, causal and not", T,
                      float, fa2::bf16, fa2::fp16) {
     fa2::testing::check_backward_matrix<T>(fa2::testing::host_passes<T>());

@@ -10,7 +10,23 @@ using fa2::index_t;
 using fa2::Tensor;
 using fa2::TensorView;
 
+namespace {
+
+// The host path with float32 products in 3xTF32 (what allow_tf32 = false asks for).
+void flash_fwd_host_3xtf32(const fa2::FlashFwdArgs& args) {
+  fa2::FlashFwdArgs a = args;
+  a.allow_tf32 = false;
+  fa2::flash_fwd_host(a);
+}
+
+}  // namespace
+
 TEST_SUITE("host") {
+  TEST_CASE("float32 with allow_tf32 = false: 3xTF32 products give O and L within 2e-5 of float64, TF32 does not") {
+    fa2::testing::check_float32_products(fa2::testing::host_runner<float>(&flash_fwd_host_3xtf32),
+                                         fa2::testing::host_runner<float>(&fa2::flash_fwd_host));
+  }
+
   TEST_CASE_TEMPLATE("the article's shapes match the reference for O and L", T, float, fa2::bf16, fa2::fp16) {
     fa2::testing::check_article_matrix<T>(fa2::testing::host_runner<T>(&fa2::flash_fwd_host));
   }
