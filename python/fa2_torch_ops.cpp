@@ -59,6 +59,10 @@ std::string dtype_name(const at::Tensor& t) {
   if (s == at::kBFloat16) return "bfloat16";
   if (s == at::kHalf) return "float16";
   if (s == at::kDouble) return "float64";
+  if (s == at::kComplexFloat) return "complex64";
+  if (s == at::kComplexDouble) return "complex128";
+  if (s == at::kInt) return "int32";
+  if (s == at::kLong) return "int64";
   return c10::toString(s);
 }
 
