@@ -22,14 +22,9 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import median_ms
+from timing import flops, median_ms, sdpa_backward
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
-
-
-def flops(B, H, N, D, causal, backward):
-    f = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
-    return 2.5 * f if backward else f
 
 
 def time_problem(B, H, N, D, causal, dtype, reps, warmup, generator):
@@ -51,14 +46,7 @@ def time_problem(B, H, N, D, causal, dtype, reps, warmup, generator):
     def sdpa_fwd(q, k, v, dout, out, lse):
         torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    graphs = []
-    for q, k, v, dout, _, _ in sets:
-        leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
-        graphs.append((torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal), leaves, dout))
-
-    def sdpa_bwd(o, qkv, dout):
-        torch.autograd.grad(o, qkv, dout, retain_graph=True)
-
+    sdpa_bwd, graphs = sdpa_backward(sets, causal)
     return {
         "fast fwd": median_ms(fwd, sets, reps, warmup),
         "fast bwd": median_ms(bwd, sets, reps, warmup),

@@ -23,12 +23,7 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import median_ms
-
-
-def flops(B, H, N, D, causal, backward):
-    f = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
-    return 2.5 * f if backward else f
+from timing import flops, median_ms, sdpa_backward
 
 
 def inputs(B, H, H_kv, N, D, causal, generator):
@@ -55,15 +50,7 @@ def time_problem(B, H, H_kv, N, D, causal, reps, warmup, generator):
     def sdpa_fwd(q, k, v, dout, out, lse):
         torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
 
-    leaves = [tuple(t.detach().requires_grad_() for t in s[:3]) + s[3:4] for s in sets]
-    graphs = []
-    for q, k, v, dout in leaves:
-        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=group > 1)
-        graphs.append((o, (q, k, v), dout))
-
-    def sdpa_bwd(o, qkv, dout):
-        torch.autograd.grad(o, qkv, dout, retain_graph=True)
-
+    sdpa_bwd, graphs = sdpa_backward(sets, causal, enable_gqa=group > 1)
     return {
         "fast fwd": median_ms(fwd, sets, reps, warmup),
         "fast bwd": median_ms(bwd, sets, reps, warmup),

@@ -1,4 +1,5 @@
-"""What the benchmarks here share: timing one call with CUDA events."""
+"""What the benchmarks here share: the FLOP count, SDPA's backward as a timed call, and timing one
+call with CUDA events."""
 
 import statistics
 
@@ -22,3 +23,25 @@ def median_ms(fn, input_sets, reps, warmup, per_timing=3):
         end.synchronize()
         times.append(start.elapsed_time(end) / per_timing)
     return statistics.median(times)
+
+
+def flops(B, H, N, D, causal, backward):
+    """Attention's FLOPs as step07_bench counts them: 4 B H N^2 D for the forward, 2.5 times that for
+    the backward, halved for causal."""
+    f = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
+    return 2.5 * f if backward else f
+
+
+def sdpa_backward(sets, causal, enable_gqa=False):
+    """SDPA's backward as a call median_ms can time: one graph per input set (q, k, v, dout, ...),
+    run again and again with retain_graph. Returns (fn, graphs)."""
+    graphs = []
+    for q, k, v, dout, *_ in sets:
+        leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
+        out = torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal, enable_gqa=enable_gqa)
+        graphs.append((out, leaves, dout))
+
+    def backward(out, leaves, dout):
+        torch.autograd.grad(out, leaves, dout, retain_graph=True)
+
+    return backward, graphs
