@@ -27,20 +27,27 @@
 #                                          dim 128, N = 4096 and 16384, timed the sweep's way, as
 #                                          isolated launches after 50 ms and 1 s of idle GPU, and by
 #                                          ncu; OUT/reconcile/reconcile.md puts the three side by side
+#   scripts/gpu_session.sh package  [OUT]  what a Python user does: pip install ./python against
+#                                          python3's PyTorch (--no-build-isolation; CUDAARCHS,
+#                                          default 90), python/tests from OUT on the installed
+#                                          package (FA2_REQUIRE_GPU=1), then python/benchmarks
+#                                          (PACKAGE_BENCH, default "dtypes gqa window"; each
+#                                          script's table in OUT/<name>.md, its times in .csv)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
-# OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer or the benchmark
-# failed. Leaves the GPU's clocks and settings alone (ncu runs with --clock-control none).
+# OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
+# the install failed. Leaves the GPU's clocks and settings alone (ncu runs with --clock-control none).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | sanitize | bench | bench-repeat | profile | all) ;;
+  test | sanitize | bench | bench-repeat | profile | package | all) ;;
   *)
-    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile or all, got '${phase}'" >&2
+    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile, package or all," \
+      "got '${phase}'" >&2
     usage >&2
     exit 2
     ;;
@@ -281,8 +288,29 @@ reconcile() {
   python3 scripts/reconcile_table.py "$dir" > "$dir/reconcile.md" || status=1
 }
 
+phase_package() {
+  local root=$PWD name
+  log "pip install --no-build-isolation ./python (CUDAARCHS=${CUDAARCHS:-90})"
+  if ! CUDAARCHS="${CUDAARCHS:-90}" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+    python3 -m pip install --no-build-isolation ./python > "$out/pip_install.log" 2>&1; then
+    tail -n 30 "$out/pip_install.log"
+    status=1
+    return 0
+  fi
+  log "python/tests on the installed package, run from $out"
+  (cd "$out" && FA2_TEST_INSTALLED=1 FA2_REQUIRE_GPU=1 python3 -m pytest "$root/python/tests" -q -rs \
+    -p no:cacheprovider > "$out/pytest_installed.log" 2>&1) || status=1
+  tail -n 3 "$out/pytest_installed.log"
+  for name in ${PACKAGE_BENCH:-dtypes gqa window}; do
+    log "python/benchmarks/$name.py"
+    (cd python/benchmarks && python3 "$name.py" --csv "$out/$name.csv" > "$out/$name.md" 2>&1) || status=1
+    cat "$out/$name.md"
+  done
+}
+
 case "$phase" in
   test) phase_test ;;
+  package) phase_package ;;
   bench-repeat) phase_bench_repeat ;;
   profile) phase_profile ;;
   sanitize) phase_sanitize ;;
