@@ -63,10 +63,11 @@ constexpr void check_dot_operands() {
 namespace detail {
 // One product as the tensor cores compute it: bf16 and fp16 operands exactly; float32 operands
 // rounded to TF32, or under tf32x3 split into TF32 parts, big*big + big*small + small*big (the GPU
-// adds the three in another order: float32 rounding apart, the same numbers).
-template <class T>
-inline float tensor_core_product(InputPrecision precision, T a, T b) {
-  if constexpr (std::is_same_v<T, float>) {
+// adds the three in another order: float32 rounding apart, the same numbers). Two type
+// parameters, so that operands of two types reach check_dot_operands' message and no other error.
+template <class TA, class TB>
+inline float tensor_core_product(InputPrecision precision, TA a, TB b) {
+  if constexpr (std::is_same_v<TA, float> && std::is_same_v<TB, float>) {
     const float a_big = round_to_tf32(a), b_big = round_to_tf32(b);
     if (precision == InputPrecision::tf32x3) {
       const float a_small = round_to_tf32(a - a_big), b_small = round_to_tf32(b - b_big);
