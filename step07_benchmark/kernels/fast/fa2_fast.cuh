@@ -10,7 +10,7 @@
 //
 // Layout of the work: a thread block owns BLOCK_M = 16 * WARP_M * NUM_WARPS query rows of one
 // (batch, head); warp w owns 16 * WARP_M of them and loops over all key tiles of BLOCK_N keys.
-// bf16 only, head dims 32, 64, 128. The parts:
+// bf16 or fp16 (Cfg::FLOAT16), head dims 32, 64, 128. The parts:
 //   fa2_fast_config.cuh     FastOptions, FastConfig, FastParams, the tiles' shared-memory addressing
 //   fa2_fast_warp.cuh       one warp's S, masks, online softmax, O += P V and store; the K/V stages
 //   this file               the key loops and the kernel

@@ -166,23 +166,26 @@ void launch_fast_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   FA2_CUDA_CHECK_LAUNCH();
 }
 
-// v5's forward and backward as the plans call them: the configuration, or its twin compiled for
-// fp16 (which has its own window and deterministic twins).
+// Runs launch.template operator()<C>() with C the configuration compiled for `dtype`: Cfg (bf16)
+// or its fp16 twin, Cfg::Float16 (which has its own window and deterministic twins). v5's and
+// v6's launches below and in fa2_hopper_launch.cuh all choose through it.
+template <class Cfg, class Launch>
+void with_element_twin(DType dtype, Launch&& launch) {
+  if (dtype == DType::float16) {
+    launch.template operator()<typename Cfg::Float16>();
+  } else {
+    launch.template operator()<Cfg>();
+  }
+}
+
+// v5's forward and backward as the plans call them.
 template <class Cfg>
 void launch_fast(const ForwardPlan& plan, cudaStream_t stream) {
-  if (plan.args.dtype == DType::float16) {
-    launch_fast_config<typename Cfg::Float16>(plan, stream);
-  } else {
-    launch_fast_config<Cfg>(plan, stream);
-  }
+  with_element_twin<Cfg>(plan.args.dtype, [&]<class C>() { launch_fast_config<C>(plan, stream); });
 }
 template <class Cfg>
 void launch_fast_bwd(const BackwardPlan& plan, cudaStream_t stream) {
-  if (plan.args.dtype == DType::float16) {
-    launch_fast_bwd_config<typename Cfg::Float16>(plan, stream);
-  } else {
-    launch_fast_bwd_config<Cfg>(plan, stream);
-  }
+  with_element_twin<Cfg>(plan.args.dtype, [&]<class C>() { launch_fast_bwd_config<C>(plan, stream); });
 }
 
 }  // namespace fa2::fast

@@ -4,7 +4,7 @@
 // registers and feeds O += P V as the A operand. wgmma runs in the background, so the first
 // change it allows is overlap: S_{j+1} = Q K_{j+1}^T is issued before the softmax of tile j and
 // computes while the exponentials do. The online softmax, the masks and the epilogue are v5's
-// functions: a warp's 16 rows of a wgmma accumulator have mma.sync's layout. bf16, head dims 64
+// functions: a warp's 16 rows of a wgmma accumulator have mma.sync's layout. bf16 or fp16, head dims 64
 // and 128, sm_90a only (fa2_hopper.cu; the kernel bodies are empty elsewhere).
 //
 // This header gathers the parts, each a file of hopper/ (FlashAttention-3's split):

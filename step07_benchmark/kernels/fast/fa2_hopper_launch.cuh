@@ -116,22 +116,14 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   FA2_CUDA_CHECK_LAUNCH();
 }
 
-// v6 and v6b as the plans call them: the configuration, or its twin compiled for fp16.
+// v6 and v6b as the plans call them (with_element_twin: fa2_fast_launch.cuh).
 template <class Cfg>
 void launch_hopper(const ForwardPlan& plan, cudaStream_t stream) {
-  if (plan.args.dtype == DType::float16) {
-    launch_hopper_config<typename Cfg::Float16>(plan, stream);
-  } else {
-    launch_hopper_config<Cfg>(plan, stream);
-  }
+  with_element_twin<Cfg>(plan.args.dtype, [&]<class C>() { launch_hopper_config<C>(plan, stream); });
 }
 template <class Cfg>
 void launch_hopper_bwd(const BackwardPlan& plan, cudaStream_t stream) {
-  if (plan.args.dtype == DType::float16) {
-    launch_hopper_bwd_config<typename Cfg::Float16>(plan, stream);
-  } else {
-    launch_hopper_bwd_config<Cfg>(plan, stream);
-  }
+  with_element_twin<Cfg>(plan.args.dtype, [&]<class C>() { launch_hopper_bwd_config<C>(plan, stream); });
 }
 
 }  // namespace fa2::fast

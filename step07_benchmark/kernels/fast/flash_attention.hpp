@@ -2,7 +2,7 @@
 // what the PyTorch operators and step07_bench link): v5's tuned forward (mma.sync, any sm_80 GPU),
 // v6's tuned forward (wgmma, TMA, warp specialisation: sm_90), "fast" (v6 where it runs, v5
 // elsewhere), v5's tuned backward, v6b's (wgmma: sm_90) and the "fast" backward (v6b where it
-// runs, v5's elsewhere). bf16, head dims 32, 64, 128 (v6, v6b: 64, 128). No CUDA header needed:
+// runs, v5's elsewhere). bf16 or fp16, head dims 32, 64, 128 (v6, v6b: 64, 128). No CUDA header needed:
 // CUstream_st* is what cudaStream_t is.
 //
 //   fa2::fast::flash_fwd_best(args, stream);              // checks, then runs; throws why it cannot
@@ -32,7 +32,7 @@ struct ForwardPlan {
   bool runs() const { return refused.empty(); }
 };
 
-// Checks the arguments (validate(), then what the kernel takes: bf16, its head dims, a positive
+// Checks the arguments (validate(), then what the kernel takes: bf16 or fp16, its head dims, a positive
 // scale, 16-byte aligned rows; v6 also an sm_90 GPU and a build with sm_90a code) and chooses the
 // kernel. Never throws for arguments: what they lack is in `refused`.
 ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which = Forward::best);
