@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/window.hpp"
 #include "step07_benchmark/kernels/fast/hopper/pipeline.hpp"
 #include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
 
@@ -263,6 +264,67 @@ TEST_SUITE("variants") {
       const Ring racy{2, n_tiles, seen, SkipRelease::at_once};
       INFO(describe(racy));
       CHECK(explore(racy).overwrite);
+    }
+  }
+
+  TEST_CASE("v6's key tiles under a sliding window: exactly the tiles its queries see, and at least one") {
+    // Every work item of two warpgroups (128 rows) against the keys each query sees (window.hpp's
+    // sees, with -1 for an unbounded side), for windows as the tests use them and the bounds the
+    // launch gives the kernel (an unbounded side clamped to the lengths).
+    using fa2::fast::KeyTileRange;
+    const auto check = [](bool causal, fa2::Window window, int n_queries, int n_keys, int block_n) {
+      const int left = window.left < 0 ? n_queries : static_cast<int>(std::min<fa2::index_t>(window.left, n_queries));
+      const int right = window.right < 0 ? n_keys : static_cast<int>(std::min<fa2::index_t>(window.right, n_keys));
+      const int key_tiles = (n_keys + block_n - 1) / block_n;
+      for (int q0 = 0; q0 < n_queries; q0 += 128) {
+        const KeyTileRange range =
+            causal ? fa2::fast::window_key_tiles<true>(n_keys, block_n, q0, 128, n_queries, left, right)
+                   : fa2::fast::window_key_tiles<false>(n_keys, block_n, q0, 128, n_queries, left, right);
+        const KeyTileRange walked = fa2::fast::at_least_one_tile(range, n_keys, block_n);
+        CHECK(walked.count() >= 1);
+        CHECK(walked.first >= 0);
+        CHECK(walked.end <= key_tiles);
+        int lowest = key_tiles, highest = -1;  // the tiles the item's queries see
+        for (int wg = 0; wg < 2; ++wg) {
+          const int last = q0 + 64 * wg + 63;
+          const int seen = causal ? fa2::fast::warpgroup_key_tiles<true, true>(walked, last, block_n, right)
+                                  : fa2::fast::warpgroup_key_tiles<false, true>(walked, last, block_n, right);
+          CHECK(seen >= 1);
+          CHECK(seen <= walked.count());
+          for (int q = q0 + 64 * wg; q <= last && q < n_queries; ++q) {
+            for (int k = 0; k < n_keys; ++k) {
+              if (!fa2::sees(causal, window, q, k)) continue;
+              lowest = std::min(lowest, k / block_n);
+              highest = std::max(highest, k / block_n);
+              if (k / block_n < walked.first || k / block_n >= walked.first + seen) {
+                FAIL_CHECK("query ", q, " (warpgroup ", wg, ") sees key ", k, " outside its tiles ", walked.first,
+                           " .. ", walked.first + seen - 1);
+              }
+            }
+          }
+        }
+        if (highest < 0) {
+          CHECK(range.count() <= 1);  // no query sees a key: at most one tile, wholly masked
+        } else {
+          CHECK(range.first == lowest);  // not one tile more than the queries see
+          CHECK(range.end == highest + 1);
+        }
+      }
+    };
+    for (const fa2::Window window :
+         {fa2::Window{16, -1}, fa2::Window{-1, 7}, fa2::Window{3, 20}, fa2::Window{0, 0}, fa2::Window{1, 0},
+          fa2::Window{40, 40}, fa2::Window{5000, -1}, fa2::Window{200, 100}}) {
+      for (const int n_queries : {1, 70, 130, 300}) {
+        for (const int n_keys : {1, 70, 129, 300}) {
+          for (const int block_n : {64, 128}) {
+            for (const bool causal : {false, true}) {
+              INFO("window (", window.left, ", ", window.right, "), N_q ", n_queries, ", N_k ", n_keys, ", ", block_n,
+                   "-key tiles, causal ", causal);
+              check(causal, window, n_queries, n_keys, block_n);
+            }
+          }
+        }
+      }
     }
   }
 

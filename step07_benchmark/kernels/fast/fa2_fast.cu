@@ -82,7 +82,7 @@ ForwardPlan plan_forward(const FlashFwdArgs& args, Forward which) {
   if (which == Forward::v6 && !plan.v6_refused.empty()) {
     plan.refused = plan.v6_refused;
   } else if (which != Forward::v5 && plan.v6_refused.empty()) {
-    choose<Family::v6>(plan, "v6");
+    choose<Family::v6>(plan, args.window.bounded() ? "v6 window" : "v6");
   } else {
     choose<Family::v5>(plan, "v5");
   }

@@ -158,14 +158,11 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
 
   // Causal: keys after the block's last real query are invisible to all of it. A sliding
   // window: so are the keys before its first query's window and after its last query's.
-  int first_tile = 0, end_tile = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
+  KeyTileRange range{0, key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES)};
   if constexpr (Cfg::WINDOW) {
-    const int last_query = (q0 + BM < p.N_QUERIES ? q0 + BM : p.N_QUERIES) - 1;
-    first_tile = (q0 > p.window_left ? q0 - p.window_left : 0) / BN;
-    const int window_end = (last_query + p.window_right) / BN + 1;
-    end_tile = window_end < end_tile ? window_end : end_tile;
+    range = window_key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right);
   }
-  const int n_tiles = end_tile > first_tile ? end_tile - first_tile : 0;
+  const int first_tile = range.first, n_tiles = range.count();
   const KeyStream<Cfg> ks{
       p, p.K + kv * p.stride_kb, p.V + kv * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1, first_tile};
 

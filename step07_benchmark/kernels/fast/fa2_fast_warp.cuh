@@ -70,32 +70,57 @@ __device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<
   }
 }
 
-// Keys past N_KEYS (the padded last tile), when causal keys after the query, and with a sliding
-// window (`windowed_by`, v5's parameters; v6 passes none) keys outside it become -inf. Only the
-// tiles that need it pay for it.
+// Keys past N_KEYS (the padded last tile), when causal keys after the query, and in the twins built
+// for a sliding window (Cfg::WINDOW) keys outside it become -inf. The tile's keys start at k0.
+// Only the tiles that need it pay for it.
 template <class Cfg>
-__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, int N_KEYS, const WarpPlace& w,
-                                            const FastParams* windowed_by = nullptr) {
+__device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, const FastParams& p, const WarpPlace& w) {
+  const int N_KEYS = p.N_KEYS;
   const bool ragged = k0 + Cfg::BLOCK_N > N_KEYS;
   const bool straddles = Cfg::CAUSAL && k0 + Cfg::BLOCK_N - 1 > w.q0_warp;  // crosses this warp's diagonal
-  // A window's edge crosses the tile for some row of the warp: its left edge (the last row's
-  // first key) or its right edge (the first row's last key).
-  const FastParams* p = windowed_by;
-  const bool window_edge = p != nullptr && (k0 < w.q0_warp + 16 * Cfg::WARP_M - 1 - p->window_left ||
-                                            k0 + Cfg::BLOCK_N - 1 > w.q0_warp + p->window_right);
-  if (!ragged && !straddles && !window_edge) return;
+  if constexpr (Cfg::WINDOW) {
+    // A window's edge crosses the tile for some row of the warp: its left edge (the last row's
+    // first key) or its right edge (the first row's last key).
+    const bool window_edge =
+        k0 < w.q0_warp + 16 * Cfg::WARP_M - 1 - p.window_left || k0 + Cfg::BLOCK_N - 1 > w.q0_warp + p.window_right;
+    if (!ragged && !straddles && !window_edge) return;
+    // Each row sees one run of keys, lo .. hi: the four bounds meet once per row (two rows per
+    // thread and 16-row tile), and each score costs two comparisons with its column in the tile.
+    int lo[Cfg::WARP_M][2], hi[Cfg::WARP_M][2];
 #pragma unroll
-  for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
 #pragma unroll
-    for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const RowCol at = mma_c_element(w.lane, e);  // in the 16 x 8 accumulator tile (mt, t)
-        const int key = k0 + t * 8 + at.col;
-        const int query = w.q0_warp + mt * 16 + at.row;
-        if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
-        if (window_edge && (key < query - p->window_left || key > query + p->window_right)) s[mt][t][e] = -INFINITY;
+      for (int h = 0; h < 2; ++h) {
+        const int query = w.q0_warp + mt * 16 + mma_c_element(w.lane, 2 * h).row;
+        int last = N_KEYS - 1 < query + p.window_right ? N_KEYS - 1 : query + p.window_right;
+        if (Cfg::CAUSAL && query < last) last = query;
+        lo[mt][h] = query - p.window_left - k0;
+        hi[mt][h] = last - k0 - lo[mt][h] + 1 > 0 ? last - k0 - lo[mt][h] + 1 : 0;  // width
       }
+#pragma unroll
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+      for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = t * 8 + mma_c_element(w.lane, e).col;
+          if (static_cast<unsigned>(col - lo[mt][e >> 1]) >= static_cast<unsigned>(hi[mt][e >> 1]))
+            s[mt][t][e] = -INFINITY;
+        }
+  } else {
+    if (!ragged && !straddles) return;
+#pragma unroll
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+      for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const RowCol at = mma_c_element(w.lane, e);  // in the 16 x 8 accumulator tile (mt, t)
+          const int key = k0 + t * 8 + at.col;
+          const int query = w.q0_warp + mt * 16 + at.row;
+          if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
+        }
+  }
 }
 
 // The online softmax step in log2 units: m grows to cover the tile, O and l are rescaled by
@@ -171,9 +196,8 @@ __device__ __forceinline__ void accumulate_pv(RowState<Cfg>& st, const ScoreFrag
 
 // O / l once and L = ln 2 * (m + log2 l), rows past N_QUERIES skipped. With O_VIA_SMEM the tile goes
 // through shared memory (sQ, no longer needed) and leaves in whole 16-byte chunks. MAY_SEE_NO_KEY
-// (v5, which takes a sliding window): a row whose l is 0 saw no key and gets O = 0, L = +inf
-// (common/window.hpp); v6 takes no window, and its kernels at the edge of their registers skip
-// the test.
+// (the twins built for a sliding window): a row whose l is 0 saw no key and gets O = 0, L = +inf
+// (common/window.hpp); the other kernels, some at the edge of their registers, skip the test.
 template <class Cfg, bool MAY_SEE_NO_KEY = false>
 __device__ __forceinline__ void write_output(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w, int q0,
                                              index_t bh, elem16* sQ) {
@@ -258,7 +282,7 @@ struct KeyStream {
   __device__ __forceinline__ void scores(ScoreFrags<Cfg>& s, int j, const QFrags<Cfg>& qf, const elem16* sQ,
                                          const WarpPlace& w) const {
     compute_scores<Cfg>(s, qf, sQ, K_stage(j), w);
-    mask_scores<Cfg>(s, (first_tile + j) * Cfg::BLOCK_N, p.N_KEYS, w, Cfg::WINDOW ? &p : nullptr);
+    mask_scores<Cfg>(s, (first_tile + j) * Cfg::BLOCK_N, p, w);
   }
 };
 

@@ -34,7 +34,6 @@ std::string hopper_unavailable() {
 }
 
 std::string v6_refusal_beyond_v5(const FlashFwdArgs& a) {
-  if (a.window.bounded()) return "window: v6 takes no sliding window (v5 does)";
   if (a.q_shape[2] != 64 && a.q_shape[2] != 128) return "head_dim: v6 takes 64 or 128";
   // The grid is (query tiles, batch) or, causal, (batch, query tiles): CUDA caps y at 65535.
   if (a.q_shape[0] > 65535) return "batch: v6 takes at most 65535 (batch x heads)";

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/numeric.hpp"
@@ -30,10 +32,23 @@ CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, inde
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,
                            index_t batch_stride, int box_rows);
 
-// One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps.
+// One configuration: the cp.async kernel, or the warp-specialised one with its tensor maps. With a
+// sliding window, the twin built for one (Cfg::Windowed), which only the warp-specialised kernels
+// of two warpgroups have; the lab's other rows refuse it.
 template <class Cfg>
 void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
   const FlashFwdArgs& a = plan.args;
+  if constexpr (!Cfg::WINDOW) {
+    if (a.window.bounded()) {
+      if constexpr (Cfg::TAKES_WINDOW) {
+        launch_hopper_config<typename Cfg::Windowed>(plan, stream);
+        return;
+      } else {
+        throw std::invalid_argument("window: " + std::string(plan.kernel) +
+                                    " takes no sliding window (v6's TMA rows of two warpgroups do)");
+      }
+    }
+  }
   const auto kernel = [] {
     if constexpr (Cfg::TMA) {
       return hopper_ws_fwd_kernel<Cfg>;

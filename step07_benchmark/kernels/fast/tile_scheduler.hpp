@@ -36,6 +36,56 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int key_tiles(int n_keys, int block_n
   }
 }
 
+// Key tiles first .. end - 1 (end <= first: none).
+struct KeyTileRange {
+  int first, end;
+  FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int count() const { return end > first ? end - first : 0; }
+};
+
+// The key tiles that the query tile of `rows` rows from q0 computes under a sliding window (query
+// q sees keys q - left .. q + right; the launch clamps an unbounded side to the lengths, so no sum
+// overflows): key_tiles' range, less the tiles before its first query's window and after its
+// last real query's: exactly the tiles its queries see. When none sees a key (every query of the
+// tile past the keys' end by more than `left`, N_q > N_k), empty or one tile, which the masks
+// leave wholly at -inf.
+template <bool CAUSAL>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeyTileRange window_key_tiles(int n_keys, int block_n, int q0, int rows,
+                                                                         int n_queries, int left, int right) {
+  const int last_query = (q0 + rows < n_queries ? q0 + rows : n_queries) - 1;
+  const int first = (q0 > left ? q0 - left : 0) / block_n;
+  const int window_end = (last_query + right) / block_n + 1;
+  const int end = key_tiles<CAUSAL>(n_keys, block_n, q0, rows, n_queries);
+  return {first, window_end < end ? window_end : end};
+}
+
+// v6's warp-specialised kernel walks at least one key tile per work item (its producer loads the
+// item's Q with its first tile, and the ring counts tiles). A window can leave an item no key at
+// all; it then walks the last tile of keys, which the masks leave wholly at -inf.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeyTileRange at_least_one_tile(KeyTileRange range, int n_keys, int block_n) {
+  if (range.count() > 0) return range;
+  const int last_tile = (n_keys - 1) / block_n;
+  const int first = range.first < last_tile ? range.first : last_tile;
+  return {first, first + 1};
+}
+
+// Of a work item's key tiles `range`, how many a warpgroup of v6 whose last row is wg_last_query
+// takes part in: those up to its rows' causal bound and (WINDOW) window's right edge (`right`), and
+// at least the first, which every warpgroup computes. The loop waits for the others and hands
+// them back (hopper/consumer.cuh).
+template <bool CAUSAL, bool WINDOW>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int warpgroup_key_tiles(KeyTileRange range, int wg_last_query, int block_n,
+                                                                   int right) {
+  int end = range.end;
+  if constexpr (CAUSAL) end = causal_key_tiles(wg_last_query, block_n, end);
+  if constexpr (!WINDOW) {
+    return end - range.first;  // without a window, range.first is 0 and the causal share at least 1
+  } else {
+    const int window_end = (wg_last_query + right) / block_n + 1;
+    end = window_end < end ? window_end : end;
+    return end - range.first > 1 ? end - range.first : 1;
+  }
+}
+
 // The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the
 // last first: query tile i needs about i + 1 key tiles, so the heaviest start first and the
 // lightest fill the end (longest processing time first).

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 
+#include "step07_benchmark/kernels/fast/fa2_fast_config.cuh"  // windowed_twin
 #include "step07_benchmark/kernels/fast/layouts.hpp"
 #include "step07_benchmark/kernels/fast/mma_primitives.cuh"  // elem16, float16_twin
 
@@ -34,6 +35,8 @@ struct HopperOptions {
                               // from a cubic on the FMA units (exp2_fma.hpp) instead of MUFU
   bool float16 = false;       // fp16 elements instead of bf16; not a row's choice: every
                               // configuration is built both ways (Cfg::Float16)
+  bool window = false;        // (TMA, 2 warpgroups) a sliding window's key-tile range and masks; also
+                              // built both ways (Cfg::Windowed)
 };
 
 template <int D_, bool CAUSAL_, HopperOptions OPT>
@@ -43,6 +46,8 @@ struct HopperConfig {
   static constexpr int WARPGROUPS = OPT.warpgroups;
   static constexpr bool FLOAT16 = OPT.float16;
   using Float16 = HopperConfig<D_, CAUSAL_, float16_twin(OPT)>;
+  static constexpr bool WINDOW = OPT.window;
+  using Windowed = HopperConfig<D_, CAUSAL_, windowed_twin(OPT)>;
   static constexpr bool TMA = OPT.tma;
   static constexpr int NUM_WARPS = 4 * WARPGROUPS;                     // the computing warps
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;                   // what the cp.async loads split over
@@ -54,9 +59,10 @@ struct HopperConfig {
   static constexpr int CONSUMER_REGS = WARPGROUPS == 2 ? (OPT.block_n == 176 ? 240 : 232) : 160;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int BLOCK_M = 64 * WARPGROUPS;
-  // 176-key tiles are for the unmasked case: under the causal mask their extra registers spill,
-  // and the configuration takes 128-key tiles instead (FlashAttention-3 does the same).
-  static constexpr int BLOCK_N = CAUSAL && OPT.block_n == 176 ? 128 : OPT.block_n;
+  // 176-key tiles are for the unmasked case: under the causal mask (or a window's) their extra
+  // registers spill, and the configuration takes 128-key tiles instead (FlashAttention-3 does the
+  // same).
+  static constexpr int BLOCK_N = (CAUSAL || WINDOW) && OPT.block_n == 176 ? 128 : OPT.block_n;
   static constexpr bool OVERLAP = OPT.overlap;
   // What v5's functions read (online_softmax, mask_scores, write_output): one 16-row tile per
   // warp, O stored straight from registers.
@@ -90,6 +96,10 @@ struct HopperConfig {
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
   static constexpr bool PINGPONG = OPT.pingpong;
   static_assert(!PINGPONG || (TMA && WARPGROUPS == 2), "ping-pong between the two warpgroups of a TMA block");
+  // A window's masks need registers that only the warp-specialised kernel's two warpgroups have (at
+  // three, its twin spills): the other configurations take no window.
+  static constexpr bool TAKES_WINDOW = TMA && WARPGROUPS == 2;
+  static_assert(!WINDOW || TAKES_WINDOW, "a sliding window in the warp-specialised kernel of 2 warpgroups only");
 };
 
 }  // namespace fa2::fast

@@ -26,14 +26,16 @@ namespace fa2::fast {
 // blocks; the producer numbers them alike, producer.cuh). With EARLY_Q, Q too is handed back here (an arrival per warp
 // on q_empty), as soon as the warp's last S is computed: a tile's softmax and product and the epilogue before the item
 // ends, time in which the producer loads the next item's Q. (Otherwise the kernel hands Q back after this loop, and the
-// next item's first wait covers more of Q's load.)
+// next item's first wait covers more of Q's load.) The item's tile j holds keys from (first_tile + j) * BLOCK_N:
+// a sliding window's items skip the tiles before their first query's window (kernel_ws.cuh).
 template <class Cfg>
-__device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_tiles, int n_seen,
+__device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int first_tile, int n_tiles, int n_seen,
                                                      PipelineState<Cfg::STAGES> ring0, RowState<Cfg>& st,
                                                      const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar, int wg,
                                                      const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
   const elem16* sQ = smem.q;
+  const auto first_key = [&](int j) { return (first_tile + j) * BN; };  // of the item's tile j
   // Tile j's stage, and the phase of its `full` barriers that its waits name.
   const auto stage = [&](int j) { return (ring0 + j).stage(); };
   const auto phase = [&](int j) { return (ring0 + j).phase(); };
@@ -61,7 +63,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     fence_accumulators(s[0]);
     release_k(0);
     float alpha[2];
-    softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
+    softmax_probabilities<Cfg>(s, st, alpha, first_key(0), p, w);  // O is still 0
     pack_probabilities<Cfg>(s, pa);
   }
   // Ping-pong: warpgroup w issues its products after its turn barrier and then opens the other's;
@@ -93,7 +95,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
       fence_accumulators(s[0]);
       release_k(j + 1);
       float alpha[2];
-      softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
+      softmax_probabilities<Cfg>(s, st, alpha, first_key(j + 1), p, w);
       wgmma_wait<0>();  // P_j (pa), O and V_j are free again
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
@@ -111,7 +113,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int n_
     } else {
       take_turn();
       pass_turn(j);
-      // Causal: a tile below this warpgroup's rows; the producer still counts on its release. It
+      // Causal or windowed: a tile past this warpgroup's rows; the producer still counts on its release. It
       // is released only once it has landed, as every other: an arrival on a stage's empty
       // barrier then always belongs to the phase the producer waits for next. (Released unseen,
       // the arrival could land in the phase of the tile STAGES earlier in the stage, which a

@@ -23,7 +23,8 @@ namespace fa2::fast {
 // The epilogue with STORE_TMA: O / l in bf16 into the warpgroup's 64 rows of sO (Q's swizzled
 // layout: one 64 x 64 box per column block), then one thread of the warpgroup hands them to TMA
 // and the warpgroup goes on without waiting. L leaves from registers, as in write_output. sO is
-// written again only once the previous tile's store has read it.
+// written again only once the previous tile's store has read it. With a window (Cfg::WINDOW), a
+// row that saw no key (l = 0) gets O = 0 and L = +inf, as write_output gives it.
 template <class Cfg>
 __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w,
                                                  int q0, int bh, int wg, elem16* sO, const CUtensorMap* map_o) {
@@ -41,7 +42,8 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int row = w.warp_row0 + g + 8 * h;
-    const float inv = 1.0f / sum;
+    const bool saw_keys = !Cfg::WINDOW || sum > 0.0f;
+    const float inv = saw_keys ? 1.0f / sum : 0.0f;
 #pragma unroll
     for (int t = 0; t < Cfg::D / 8; ++t) {
       *reinterpret_cast<std::uint32_t*>(sO + sw128_offset<BM>(row, t) + c) =
@@ -49,7 +51,7 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
     }
     const int query = q0 + row;
     if (query < p.N_QUERIES && (w.lane & 3) == 0) {
-      Lb[static_cast<index_t>(query) * p.stride_lq] = (st.m[0][h] + log2f(sum)) * kLn2;
+      Lb[static_cast<index_t>(query) * p.stride_lq] = saw_keys ? (st.m[0][h] + log2f(sum)) * kLn2 : INFINITY;
     }
   }
   fence_proxy_async();  // the rows are in shared memory; the copy engine reads them next
@@ -69,7 +71,7 @@ __device__ __forceinline__ void hopper_epilogue(const FastParams& p, const RowSt
   if constexpr (Cfg::STORE_TMA) {
     store_output_tma<Cfg>(p, st, w, q0, bh, wg, smem.o, &maps.o);
   } else {
-    write_output<Cfg>(p, st, w, q0, bh, smem.q);
+    write_output<Cfg, Cfg::WINDOW>(p, st, w, q0, bh, smem.q);
   }
 }
 

@@ -27,7 +27,7 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     hopper_ws_fwd_kernel(const FastParams p, const __grid_constant__ HopperMaps maps, const int heads) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, STAGES = Cfg::STAGES;
+  constexpr int BM = Cfg::BLOCK_M, STAGES = Cfg::STAGES;
   extern __shared__ unsigned char smem_raw[];
   // wgmma's swizzle is computed from address bits: SharedStorage starts on a 1024-byte boundary.
   const std::uint32_t misalign = smem_address(smem_raw) % Cfg::TILE_ALIGN;
@@ -67,15 +67,18 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     PipelineState<STAGES> ring{};
     for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
       const WorkTile wt = sched.work_tile(t);
-      const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
+      const int q0 = wt.q_tile * BM;
+      const KeyTileRange range = item_key_tiles<Cfg>(p, q0);
+      const int n_tiles = range.end - range.first;  // never 0 (item_key_tiles)
       const WarpPlace w{lane, warp * 16, q0 + warp * 16};
-      // Causal: the key tiles up to the warpgroup's last row; it skips the rest of the block's.
-      const int wg_last_query = q0 + 64 * wg + 63;
-      const int n_seen = Cfg::CAUSAL ? causal_key_tiles(wg_last_query, BN, n_tiles) : n_tiles;
+      // Causal or windowed: the key tiles up to the warpgroup's last row's bound; it skips the
+      // rest of the block's.
+      const int n_seen =
+          warpgroup_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(range, q0 + 64 * wg + 63, Cfg::BLOCK_N, p.window_right);
       RowState<Cfg> st;
       init_row_state<Cfg>(st);
       mbarrier_wait(bar.q_full, PipelineState<1>{k}.phase());
-      hopper_consumer_loop<Cfg>(p, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+      hopper_consumer_loop<Cfg>(p, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
       ring += n_tiles;
       if constexpr (!Cfg::EARLY_Q) {
         __syncwarp();

@@ -39,12 +39,14 @@ using PFrags = std::uint32_t[Cfg::BLOCK_N / 16][4];
 
 // The online softmax of one tile for the overlapped loop: v5's online_softmax without the O
 // rescale, since a wgmma may still be accumulating into O. S becomes P (fp32) in place, m and l
-// move, and alpha returns the factor O must be multiplied by once that wgmma is done.
+// move, and alpha returns the factor O must be multiplied by once that wgmma is done. The tile's
+// keys start at k0.
 template <class Cfg>
 __device__ __forceinline__ void softmax_probabilities(ScoreFrags<Cfg>& s, RowState<Cfg>& st, float (&alpha)[2], int k0,
-                                                      int N_KEYS, float scale_log2, const WarpPlace& w) {
+                                                      const FastParams& p, const WarpPlace& w) {
   constexpr int BN = Cfg::BLOCK_N;
-  mask_scores<Cfg>(s, k0, N_KEYS, w);
+  const float scale_log2 = p.scale_log2;
+  mask_scores<Cfg>(s, k0, p, w);
   float row_max[2] = {-INFINITY, -INFINITY};
 #pragma unroll
   for (int t = 0; t < BN / 8; ++t)

@@ -58,7 +58,7 @@ __device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, 
     wgmma_wait<0>();
     fence_accumulators(s[0]);
     float alpha[2];
-    softmax_probabilities<Cfg>(s, st, alpha, 0, p.N_KEYS, p.scale_log2, w);  // O is still 0
+    softmax_probabilities<Cfg>(s, st, alpha, 0, p, w);  // O is still 0
     pack_probabilities<Cfg>(s, pa);
   }
   for (int j = 0; j < n_tiles; ++j) {
@@ -84,7 +84,7 @@ __device__ __forceinline__ void hopper_key_loop_overlapped(const FastParams& p, 
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
       fence_accumulators(s[0]);
       float alpha[2];
-      softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p.N_KEYS, p.scale_log2, w);
+      softmax_probabilities<Cfg>(s, st, alpha, (j + 1) * BN, p, w);
       wgmma_wait<0>();  // P_j (pa) and O are free again
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
@@ -135,7 +135,7 @@ __device__ __forceinline__ void hopper_key_loop(const FastParams& p, index_t bh,
         issue_scores<Cfg>(s, sQ, wg, K_stage(j));
         wgmma_wait<0>();
         fence_accumulators(s[0]);
-        mask_scores<Cfg>(s, j * BN, p.N_KEYS, w);
+        mask_scores<Cfg>(s, j * BN, p, w);
         online_softmax<Cfg>(s, st, p.scale_log2);
       }
       cp_async_wait<1>();  // V_j landed

@@ -23,6 +23,21 @@ struct HopperMaps {
   CUtensorMap q, k, v, o;
 };
 
+// The key tiles of the work item whose query tile starts at q0, as the producer loads them and the
+// warpgroups walk them: every tile up to the tile's last query under the causal mask, with a
+// sliding window (the Cfg::Windowed twins) only the tiles some query's window reaches, and never
+// none (at_least_one_tile: a row that sees no key ends with l = 0, so O = 0 and L = +inf).
+template <class Cfg>
+__device__ __forceinline__ KeyTileRange item_key_tiles(const FastParams& p, int q0) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
+  if constexpr (!Cfg::WINDOW) {
+    return {0, key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES)};
+  } else {
+    return at_least_one_tile(
+        window_key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right), p.N_KEYS, BN);
+  }
+}
+
 // The K/V ring's tiles, numbered across the block's items in the order they are loaded: item by
 // item, key tile by key tile. Ring tile r (PipelineState{r}) goes to its stage once the computing
 // warps have handed back the tile that stage held one round before; K_j and V_j wait for their
@@ -40,20 +55,23 @@ __device__ __forceinline__ void hopper_producer(const FastParams& p, const Hoppe
   PipelineState<Cfg::STAGES> ring{};
   for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
     const WorkTile wt = sched.work_tile(t);
-    const int q0 = wt.q_tile * BM, n_tiles = key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES);
-    const int kv = wt.bh / p.kv_group;  // grouped-query attention: the head's K and V
+    const int q0 = wt.q_tile * BM;
+    const KeyTileRange range = item_key_tiles<Cfg>(p, q0);
+    const int n_tiles = range.end - range.first;  // never 0 (item_key_tiles)
+    const int kv = wt.bh / p.kv_group;            // grouped-query attention: the head's K and V
     for (int j = 0; j < n_tiles; ++j, ring += 1) {
+      const int key0 = (range.first + j) * BN;
       const int s = ring.stage();
       // K_j, then V_j: each (D, BN) tile is D / 64 boxes of 64 columns, (BN, 64) blocks of the tile.
       if (ring.refills()) mbarrier_wait(&bar.empty_k[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_k[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, j * BN, kv, &bar.full_k[s]);
+        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, key0, kv, &bar.full_k[s]);
       }
       if (ring.refills()) mbarrier_wait(&bar.empty_v[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_v[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, j * BN, kv, &bar.full_v[s]);
+        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, key0, kv, &bar.full_v[s]);
       }
       if (j == 0) {
         const PipelineState<1> q{k};
