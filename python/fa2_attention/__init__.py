@@ -170,11 +170,12 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
         window and (-1, 0) alone is the causal mask. With is_causal=True both masks apply. Key
         tiles wholly outside every query's window are skipped, not computed and masked. A query
         that sees no key (possible when N_q > N_k + left) gets out = 0, lse = +inf and zero
-        gradients. kernel="fast" runs v5's kernels with a window (v6 and v6b take none).
+        gradients. With a window kernel="fast" runs v6's windowed forward on an sm_90 GPU and v5's
+        backward (v6b takes none).
     kernel: "step05" (step 5's kernel; forward and backward, float32, bfloat16 and float16, CPU and
         CUDA) or "fast" (step 7's fast forward and backward: CUDA, bfloat16 and float16, D in 32/64/128; on an
-        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b, elsewhere, and with a
-        window, both are v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
+        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b (v5's with a window),
+        elsewhere both are v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
         other kernel is tried in its place.
     deterministic: True makes dq, dk and dv the same bits on every run of the same inputs. dk
         and dv always are; dq is a sum of one share per key tile, which the CUDA kernels add with
