@@ -78,36 +78,7 @@ __device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, const Fa
   const int N_KEYS = p.N_KEYS;
   const bool ragged = k0 + Cfg::BLOCK_N > N_KEYS;
   const bool straddles = Cfg::CAUSAL && k0 + Cfg::BLOCK_N - 1 > w.q0_warp;  // crosses this warp's diagonal
-  if constexpr (Cfg::WINDOW) {
-    // A window's edge crosses the tile for some row of the warp: its left edge (the last row's
-    // first key) or its right edge (the first row's last key).
-    const bool window_edge =
-        k0 < w.q0_warp + 16 * Cfg::WARP_M - 1 - p.window_left || k0 + Cfg::BLOCK_N - 1 > w.q0_warp + p.window_right;
-    if (!ragged && !straddles && !window_edge) return;
-    // Each row sees one run of keys, lo .. hi: the four bounds meet once per row (two rows per
-    // thread and 16-row tile), and each score costs two comparisons with its column in the tile.
-    int lo[Cfg::WARP_M][2], hi[Cfg::WARP_M][2];
-#pragma unroll
-    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int query = w.q0_warp + mt * 16 + mma_c_element(w.lane, 2 * h).row;
-        int last = N_KEYS - 1 < query + p.window_right ? N_KEYS - 1 : query + p.window_right;
-        if (Cfg::CAUSAL && query < last) last = query;
-        lo[mt][h] = query - p.window_left - k0;
-        hi[mt][h] = last - k0 - lo[mt][h] + 1 > 0 ? last - k0 - lo[mt][h] + 1 : 0;  // width
-      }
-#pragma unroll
-    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
-#pragma unroll
-      for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int col = t * 8 + mma_c_element(w.lane, e).col;
-          if (static_cast<unsigned>(col - lo[mt][e >> 1]) >= static_cast<unsigned>(hi[mt][e >> 1]))
-            s[mt][t][e] = -INFINITY;
-        }
-  } else {
+  if constexpr (!Cfg::WINDOW) {
     if (!ragged && !straddles) return;
 #pragma unroll
     for (int mt = 0; mt < Cfg::WARP_M; ++mt)
@@ -119,6 +90,38 @@ __device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, const Fa
           const int key = k0 + t * 8 + at.col;
           const int query = w.q0_warp + mt * 16 + at.row;
           if (key >= N_KEYS || (Cfg::CAUSAL && key > query)) s[mt][t][e] = -INFINITY;
+        }
+  } else {
+    // A window's edge crosses the tile for some row of the warp: its left edge (the last row's
+    // first key) or its right edge (the first row's last key).
+    const bool window_edge =
+        k0 < w.q0_warp + 16 * Cfg::WARP_M - 1 - p.window_left || k0 + Cfg::BLOCK_N - 1 > w.q0_warp + p.window_right;
+    if (!ragged && !straddles && !window_edge) return;
+    // Each row sees one run of the tile's columns, first .. first + width - 1 (width 0: none of
+    // them), its bounds met once per row (two rows per thread and 16-row tile). A column is
+    // outside when (unsigned)(column - first) >= width: one comparison per score, where testing
+    // each edge apart costs the twins registers they do not have.
+    int first[Cfg::WARP_M][2], width[Cfg::WARP_M][2];
+#pragma unroll
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int query = w.q0_warp + mt * 16 + mma_c_element(w.lane, 2 * h).row;
+        int last = N_KEYS - 1 < query + p.window_right ? N_KEYS - 1 : query + p.window_right;
+        if (Cfg::CAUSAL && query < last) last = query;
+        first[mt][h] = query - p.window_left - k0;
+        width[mt][h] = last - k0 - first[mt][h] + 1 > 0 ? last - k0 - first[mt][h] + 1 : 0;
+      }
+#pragma unroll
+    for (int mt = 0; mt < Cfg::WARP_M; ++mt)
+#pragma unroll
+      for (int t = 0; t < Cfg::BLOCK_N / 8; ++t)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = t * 8 + mma_c_element(w.lane, e).col;
+          if (static_cast<unsigned>(col - first[mt][e >> 1]) >= static_cast<unsigned>(width[mt][e >> 1])) {
+            s[mt][t][e] = -INFINITY;
+          }
         }
   }
 }
