@@ -35,6 +35,19 @@ inline constexpr AtHeadDims<HopperBwdOptions> kV6bOptions[] = {
 };
 static_assert(std::size(kV6bOptions) == std::size(kV6bRows));
 
+// The picks that "fast" runs with a sliding window ("v6 window") must name rows built with a
+// windowed twin.
+constexpr bool window_picks_take_windows() {
+  for (const Pick& p : kPicks) {
+    if (p.tuned != "v6 window") continue;
+    const int row = row_index<Family::v6>(p.row);
+    if (row < 0 || !takes_window(kV6Options[row].at(p.head_dim))) return false;
+  }
+  return true;
+}
+static_assert(window_picks_take_windows(),
+              "variants.def: a \"v6 window\" pick names a row of v6 that takes no window (hopper/config.cuh)");
+
 template <int ROW, int D, bool CAUSAL>
 void launch_v6_row(const ForwardPlan& plan, cudaStream_t stream) {
   launch_hopper<HopperConfig<D, CAUSAL, kV6Options[ROW].at(D)>>(plan, stream);

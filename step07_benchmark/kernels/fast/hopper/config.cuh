@@ -39,6 +39,12 @@ struct HopperOptions {
                               // built both ways (Cfg::Windowed)
 };
 
+// A window's masks need registers that only the warp-specialised kernel's two warpgroups have (at
+// three, its windowed twin spills): the configurations with other options take no window.
+constexpr bool takes_window(const HopperOptions& o) {
+  return o.tma && o.warpgroups == 2;
+}
+
 template <int D_, bool CAUSAL_, HopperOptions OPT>
 struct HopperConfig {
   static constexpr int D = D_;
@@ -96,9 +102,7 @@ struct HopperConfig {
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
   static constexpr bool PINGPONG = OPT.pingpong;
   static_assert(!PINGPONG || (TMA && WARPGROUPS == 2), "ping-pong between the two warpgroups of a TMA block");
-  // A window's masks need registers that only the warp-specialised kernel's two warpgroups have (at
-  // three, its twin spills): the other configurations take no window.
-  static constexpr bool TAKES_WINDOW = TMA && WARPGROUPS == 2;
+  static constexpr bool TAKES_WINDOW = takes_window(OPT);
   static_assert(!WINDOW || TAKES_WINDOW, "a sliding window in the warp-specialised kernel of 2 warpgroups only");
 };
 
