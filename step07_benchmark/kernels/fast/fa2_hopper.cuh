@@ -12,7 +12,7 @@
 //   shared_storage.cuh     SharedStorage: the tiles and mbarriers laid out in shared memory
 //   pipeline.hpp           PipelineState: a tile's stage and phase in the ring (host and device)
 //   named_barriers.hpp     the ids of the named barriers
-//   ../tile_scheduler.hpp  which items a block computes, and the causal key-tile formula (with v5)
+//   ../tile_scheduler.hpp  which items a block computes, and the causal and window key-tile ranges (with v5)
 //   key_tile.cuh           one key tile of a warpgroup: S and O += P V on wgmma, the softmax
 //   mainloop_cp_async.cuh  v6.1 to v6.5: cp.async loads, the block in lockstep (hopper_fwd_kernel)
 //   producer.cuh           v6.6 on: the producer warpgroup's TMA loads
