@@ -158,10 +158,8 @@ __device__ __forceinline__ void attend_query_tile(const FastParams& p, const int
 
   // Causal: keys after the block's last real query are invisible to all of it. A sliding
   // window: so are the keys before its first query's window and after its last query's.
-  KeyTileRange range{0, key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES)};
-  if constexpr (Cfg::WINDOW) {
-    range = window_key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right);
-  }
+  const KeyTileRange range =
+      query_tile_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right);
   const int first_tile = range.first, n_tiles = range.count();
   const KeyStream<Cfg> ks{
       p, p.K + kv * p.stride_kb, p.V + kv * p.stride_vb, sK, sV, w.q0_warp + 16 * Cfg::WARP_M - 1, first_tile};

@@ -72,7 +72,8 @@ __device__ __forceinline__ void compute_scores(ScoreFrags<Cfg>& s, const QFrags<
 
 // Keys past N_KEYS (the padded last tile), when causal keys after the query, and in the twins built
 // for a sliding window (Cfg::WINDOW) keys outside it become -inf. The tile's keys start at k0.
-// Only the tiles that need it pay for it.
+// Only the tiles that need it pay for it. (The two loops below stay apart: folded into one through
+// a callable, the unwindowed kernels' compiled code changed.)
 template <class Cfg>
 __device__ __forceinline__ void mask_scores(ScoreFrags<Cfg>& s, int k0, const FastParams& p, const WarpPlace& w) {
   const int N_KEYS = p.N_KEYS;

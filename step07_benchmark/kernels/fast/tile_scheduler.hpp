@@ -22,6 +22,15 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int causal_key_tiles(int last_query, 
   return n_key_tiles < needed ? n_key_tiles : needed;
 }
 
+// The window's counterpart: a run of queries whose last is `last_query` sees no key after
+// last_query + right (a window bounded on the right), so it needs tiles up to that key's, never
+// more than the n_key_tiles given (the keys', or fewer already).
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int window_right_key_tiles(int last_query, int right, int block_n,
+                                                                      int n_key_tiles) {
+  const int needed = (last_query + right) / block_n + 1;
+  return needed < n_key_tiles ? needed : n_key_tiles;
+}
+
 // Of n_keys keys in tiles of block_n, the tiles that the query tile of `rows` rows from q0
 // computes: all of them without a mask; with it, those up to its last real query (rows past
 // n_queries are padding).
@@ -53,9 +62,20 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeyTileRange window_key_tiles(int n_k
                                                                          int n_queries, int left, int right) {
   const int last_query = (q0 + rows < n_queries ? q0 + rows : n_queries) - 1;
   const int first = (q0 > left ? q0 - left : 0) / block_n;
-  const int window_end = (last_query + right) / block_n + 1;
-  const int end = key_tiles<CAUSAL>(n_keys, block_n, q0, rows, n_queries);
-  return {first, window_end < end ? window_end : end};
+  return {first,
+          window_right_key_tiles(last_query, right, block_n, key_tiles<CAUSAL>(n_keys, block_n, q0, rows, n_queries))};
+}
+
+// The range a query tile computes in a kernel built with or without a window (WINDOW): key_tiles'
+// from tile 0, or window_key_tiles'. v5 (fa2_fast.cuh) and v6 (hopper/producer.cuh) both ask it.
+template <bool CAUSAL, bool WINDOW>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeyTileRange query_tile_key_tiles(int n_keys, int block_n, int q0, int rows,
+                                                                             int n_queries, int left, int right) {
+  if constexpr (WINDOW) {
+    return window_key_tiles<CAUSAL>(n_keys, block_n, q0, rows, n_queries, left, right);
+  } else {
+    return {0, key_tiles<CAUSAL>(n_keys, block_n, q0, rows, n_queries)};
+  }
 }
 
 // v6's warp-specialised kernel walks at least one key tile per work item (its producer loads the
@@ -80,8 +100,7 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int warpgroup_key_tiles(KeyTileRange 
   if constexpr (!WINDOW) {
     return end - range.first;  // without a window, range.first is 0 and the causal share at least 1
   } else {
-    const int window_end = (wg_last_query + right) / block_n + 1;
-    end = window_end < end ? window_end : end;
+    end = window_right_key_tiles(wg_last_query, right, block_n, end);
     return end - range.first > 1 ? end - range.first : 1;
   }
 }

@@ -30,12 +30,9 @@ struct HopperMaps {
 template <class Cfg>
 __device__ __forceinline__ KeyTileRange item_key_tiles(const FastParams& p, int q0) {
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
-  if constexpr (!Cfg::WINDOW) {
-    return {0, key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES)};
-  } else {
-    return at_least_one_tile(
-        window_key_tiles<Cfg::CAUSAL>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right), p.N_KEYS, BN);
-  }
+  const KeyTileRange range =
+      query_tile_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right);
+  return Cfg::WINDOW ? at_least_one_tile(range, p.N_KEYS, BN) : range;  // without one, never empty
 }
 
 // The K/V ring's tiles, numbered across the block's items in the order they are loaded: item by
