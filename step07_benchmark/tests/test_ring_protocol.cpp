@@ -20,6 +20,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/window.hpp"
@@ -323,6 +324,35 @@ TEST_SUITE("variants") {
               check(causal, window, n_queries, n_keys, block_n);
             }
           }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("v6's schedule without a mask: every item once, and consecutive heads on different K and V") {
+    // Grouped-query attention: the heads of an order visit every kv head (head / kv_group) before
+    // coming back to one, so the blocks of a round do not all read one head's K and V.
+    for (const int heads : {1, 8, 24, 64}) {
+      for (const int kv_group : {1, 2, 4, 8, 24}) {
+        if (heads % kv_group != 0) continue;
+        for (const int n_q_tiles : {1, 3, 32}) {
+          INFO(heads, " heads, groups of ", kv_group, ", ", n_q_tiles, " query tiles");
+          const fa2::fast::TileScheduler<false, true> sched{n_q_tiles, heads, kv_group};
+          REQUIRE(sched.items() == heads * n_q_tiles);
+          std::set<std::pair<int, int>> seen;
+          for (int t = 0; t < sched.items(); ++t) {
+            const fa2::fast::WorkTile w = sched.work_tile(t);
+            REQUIRE(w.q_tile == t % n_q_tiles);  // a head's query tiles one after the other
+            REQUIRE(w.bh >= 0);
+            REQUIRE(w.bh < heads);
+            seen.insert({w.q_tile, w.bh});
+            if (kv_group == 1) CHECK(w.bh == t / n_q_tiles);  // without groups, the heads in order
+          }
+          CHECK(seen.size() == static_cast<std::size_t>(sched.items()));  // each item once
+          const int kv_heads = heads / kv_group;
+          std::set<int> kv_seen;  // the kv heads of the first kv_heads heads of the order
+          for (int slot = 0; slot < kv_heads; ++slot) kv_seen.insert(sched.work_tile(slot * n_q_tiles).bh / kv_group);
+          CHECK(kv_seen.size() == static_cast<std::size_t>(kv_heads));
         }
       }
     }
