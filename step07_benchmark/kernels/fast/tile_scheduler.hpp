@@ -118,17 +118,17 @@ struct WorkTile {
   int q_tile, bh;
 };
 
-// v6's items t = 0 .. n_q_tiles * heads - 1 and who computes which. Without a mask, the query
-// tiles of a head one after the other (the blocks running together share its K and V in L2), and
-// under grouped-query attention (heads of `kv_group` query heads per K and V) the heads in an
-// order that visits every kv head before it comes back to one: head slot i is query head
-// i % kv_heads * kv_group + i / kv_heads. A round of blocks then reads as many different K and V
-// as without groups, where the heads in order would have put every block of a round on one kv
-// head's K and V at once. Causal, query_tile_at's order across every head: the last query tile of each head, then the one
-// before it, and so on. Without PERSISTENT block b computes item b; with it there is a block per
-// SM, and round k holds items k * blocks onwards, taken left to right in even rounds and right to
-// left in odd ones: causal items come heaviest first, so the block that takes the heaviest of one
-// round takes the lightest of the next, and the blocks' totals stay even.
+// v6's items t = 0 .. n_q_tiles * heads - 1 and who computes which. Without a mask, the query tiles
+// of a head one after the other (the blocks running together share its K and V in L2), and under
+// grouped-query attention (heads of `kv_group` query heads per K and V) the heads in an order that
+// visits every kv head before it comes back to one: head slot i is query head i % kv_heads *
+// kv_group + i / kv_heads. A round of blocks then reads as many different K and V as without
+// groups, where the heads in order would have put every block of a round on one kv head's K and V
+// at once. Causal, query_tile_at's order across every head: the last query tile of each head, then
+// the one before it, and so on. Without PERSISTENT block b computes item b; with it there is a
+// block per SM, and round k holds items k * blocks onwards, taken left to right in even rounds and
+// right to left in odd ones: causal items come heaviest first, so the block that takes the heaviest
+// of one round takes the lightest of the next, and the blocks' totals stay even.
 template <bool CAUSAL, bool PERSISTENT>
 struct TileScheduler {
   int n_q_tiles, heads;
