@@ -7,7 +7,10 @@ the backward, halved for causal, as step07_bench counts), so a problem's TFLOP/s
 against H_kv = H is the inverse of their time ratio. Each round times every configuration once
 (median of `--reps` timings after a warm-up, each of three calls queued back to back between two
 CUDA events, one per input set); the ratios are taken per round, and the table shows their
-median and range over the rounds.
+median and range over the rounds. Each round takes a problem's kv-head counts in a rotated order
+(round r starts with the r-th), so that none is always timed first or last: at its power limit the
+GPU's clock drifts over a round, and a fixed order would turn that drift into a difference
+between H_kv. The CSV records the SM clock read after each problem's four timings.
 
 Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
 PYTHONPATH=python.
@@ -23,7 +26,7 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import flops, median_ms, sdpa_backward
+from timing import flops, median_ms, sdpa_backward, sm_clock_mhz
 
 
 def inputs(B, H, H_kv, N, D, causal, generator):
@@ -84,12 +87,15 @@ def main():
     problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
     for r in range(a.rounds):
         for N, D, causal in problems:
-            for H_kv in kv_heads:
+            shift = r % len(kv_heads)
+            for H_kv in kv_heads[shift:] + kv_heads[:shift]:
                 times = time_problem(B, H, H_kv, N, D, causal, a.reps, a.warmup, generator)
+                clock = sm_clock_mhz()
                 for what, ms in times.items():
                     backward = what.endswith("bwd")
                     rows.append(dict(round=r, B=B, H=H, H_kv=H_kv, N=N, D=D, causal=int(causal), impl=what, ms=ms,
-                                     tflops=flops(B, H, N, D, causal, backward) / ms * 1e-9))
+                                     tflops=flops(B, H, N, D, causal, backward) / ms * 1e-9,
+                                     sm_clock_mhz="" if clock is None else clock))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -25,6 +25,16 @@ def median_ms(fn, input_sets, reps, warmup, per_timing=3):
     return statistics.median(times)
 
 
+def sm_clock_mhz():
+    """The GPU's SM clock now (MHz) through NVML, or None where torch cannot read it (no pynvml).
+    Long attention kernels run the H200 at its power limit, where the clock moves by 20% from one
+    second to the next: a timing means little without the clock it ran at."""
+    try:
+        return torch.cuda.clock_rate()
+    except Exception:  # torch reads it through pynvml, which is optional
+        return None
+
+
 def flops(B, H, N, D, causal, backward):
     """Attention's FLOPs as step07_bench counts them: 4 B H N^2 D for the forward, 2.5 times that for
     the backward, halved for causal."""
