@@ -6,7 +6,9 @@ multiply instructions and conversions, so the two should take the same time.
 Each round times every configuration once (median of `--reps` timings after a warm-up, each of
 three calls queued back to back between two CUDA events, one per input set); the ratio bf16 time /
 fp16 time is taken per round, and the table shows its median and range over the rounds: a range
-that contains 1 is a difference within the run-to-run spread.
+that contains 1 is a difference within the run-to-run spread. The two dtypes take turns at going
+first in a round, so that the GPU's clock drifting over a round (at its power limit) does not
+favour one; the CSV records the SM clock read after each problem's four timings.
 
 Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
 PYTHONPATH=python.
@@ -22,7 +24,7 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import flops, median_ms, sdpa_backward
+from timing import flops, median_ms, sdpa_backward, sm_clock_mhz
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -75,11 +77,14 @@ def main():
     problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
     for r in range(a.rounds):
         for N, D, causal in problems:
-            for name, dtype in DTYPES.items():
+            order = list(DTYPES.items())
+            for name, dtype in order[r % 2:] + order[:r % 2]:  # each dtype first in every other round
                 times = time_problem(B, H, N, D, causal, dtype, a.reps, a.warmup, generator)
+                clock = sm_clock_mhz()
                 for what, ms in times.items():
                     rows.append(dict(round=r, B=B, H=H, N=N, D=D, causal=int(causal), dtype=name, impl=what, ms=ms,
-                                     tflops=flops(B, H, N, D, causal, what.endswith("bwd")) / ms * 1e-9))
+                                     tflops=flops(B, H, N, D, causal, what.endswith("bwd")) / ms * 1e-9,
+                                     sm_clock_mhz="" if clock is None else clock))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
