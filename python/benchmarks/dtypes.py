@@ -7,8 +7,9 @@ Each round times every configuration once (median of `--reps` timings after a wa
 three calls queued back to back between two CUDA events, one per input set); the ratio bf16 time /
 fp16 time is taken per round, and the table shows its median and range over the rounds: a range
 that contains 1 is a difference within the run-to-run spread. The two dtypes take turns at going
-first in a round, so that the GPU's clock drifting over a round (at its power limit) does not
-favour one; the CSV records the SM clock read after each problem's four timings.
+first in a round, so that neither is always timed right after the same problem nor always at the
+same point of the clock's drift over a round (at its power limit); the CSV records the SM clock
+read after each problem's four timings.
 
 Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
 PYTHONPATH=python.

@@ -8,9 +8,10 @@ against H_kv = H is the inverse of their time ratio. Each round times every conf
 (median of `--reps` timings after a warm-up, each of three calls queued back to back between two
 CUDA events, one per input set); the ratios are taken per round, and the table shows their
 median and range over the rounds. Each round takes a problem's kv-head counts in a rotated order
-(round r starts with the r-th), so that none is always timed first or last: at its power limit the
-GPU's clock drifts over a round, and a fixed order would turn that drift into a difference
-between H_kv. The CSV records the SM clock read after each problem's four timings.
+(round r starts with the r-th), so that none is always timed first, last or right after the same
+problem: what ran just before can change a timing (step 7's README, "Grouped-query attention"),
+and at its power limit the GPU's clock drifts over a round; a fixed order would turn either into a
+difference between H_kv. The CSV records the SM clock read after each problem's four timings.
 
 Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
 PYTHONPATH=python.
