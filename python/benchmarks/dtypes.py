@@ -25,7 +25,7 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import flops, median_ms, sdpa_backward, sm_clock_mhz
+from timing import flops, median_ms, rotated, sdpa_backward, sm_clock_mhz
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -78,14 +78,13 @@ def main():
     problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
     for r in range(a.rounds):
         for N, D, causal in problems:
-            order = list(DTYPES.items())
-            for name, dtype in order[r % 2:] + order[:r % 2]:  # each dtype first in every other round
+            for name, dtype in rotated(list(DTYPES.items()), r):  # each dtype first in every other round
                 times = time_problem(B, H, N, D, causal, dtype, a.reps, a.warmup, generator)
                 clock = sm_clock_mhz()
                 for what, ms in times.items():
                     rows.append(dict(round=r, B=B, H=H, N=N, D=D, causal=int(causal), dtype=name, impl=what, ms=ms,
                                      tflops=flops(B, H, N, D, causal, what.endswith("bwd")) / ms * 1e-9,
-                                     sm_clock_mhz="" if clock is None else clock))
+                                     sm_clock_mhz=clock))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -27,7 +27,7 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import flops, median_ms, sdpa_backward, sm_clock_mhz
+from timing import flops, median_ms, rotated, sdpa_backward, sm_clock_mhz
 
 
 def inputs(B, H, H_kv, N, D, causal, generator):
@@ -88,15 +88,14 @@ def main():
     problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
     for r in range(a.rounds):
         for N, D, causal in problems:
-            shift = r % len(kv_heads)
-            for H_kv in kv_heads[shift:] + kv_heads[:shift]:
+            for H_kv in rotated(kv_heads, r):
                 times = time_problem(B, H, H_kv, N, D, causal, a.reps, a.warmup, generator)
                 clock = sm_clock_mhz()
                 for what, ms in times.items():
                     backward = what.endswith("bwd")
                     rows.append(dict(round=r, B=B, H=H, H_kv=H_kv, N=N, D=D, causal=int(causal), impl=what, ms=ms,
                                      tflops=flops(B, H, N, D, causal, backward) / ms * 1e-9,
-                                     sm_clock_mhz="" if clock is None else clock))
+                                     sm_clock_mhz=clock))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))

@@ -25,10 +25,18 @@ def median_ms(fn, input_sets, reps, warmup, per_timing=3):
     return statistics.median(times)
 
 
+def rotated(items, r):
+    """items taken from the (r mod len)-th on: round r of a benchmark times its variants in this
+    order, so that none is always timed first, last or right after the same one."""
+    shift = r % len(items)
+    return list(items[shift:]) + list(items[:shift])
+
+
 def sm_clock_mhz():
-    """The GPU's SM clock now (MHz) through NVML, or None where torch cannot read it (no pynvml).
-    Long attention kernels run the H200 at its power limit, where the clock moves by 20% from one
-    second to the next: a timing means little without the clock it ran at."""
+    """The GPU's SM clock now (MHz) through NVML, or None where torch cannot read it (no pynvml;
+    a CSV writer leaves None's cell empty). Long attention kernels run the H200 at its power limit,
+    where the clock moves by 20% from one second to the next: a timing means little without the
+    clock it ran at."""
     try:
         return torch.cuda.clock_rate()
     except Exception:  # torch reads it through pynvml, which is optional
