@@ -3,13 +3,13 @@ on the same problems in both dtypes, and PyTorch's scaled_dot_product_attention 
 comparison. The tensor cores run fp16 and bf16 at one rate, and the kernels differ only in their
 multiply instructions and conversions, so the two should take the same time.
 
-Each round times every configuration once (median of `--reps` timings after a warm-up, each of
-three calls queued back to back between two CUDA events, one per input set); the ratio bf16 time /
-fp16 time is taken per round, and the table shows its median and range over the rounds: a range
-that contains 1 is a difference within the run-to-run spread. The two dtypes take turns at going
-first in a round, so that neither is always timed right after the same problem nor always at the
-same point of the clock's drift over a round (at its power limit); the CSV records the SM clock
-read after each problem's four timings.
+A problem's two dtypes are timed in turns (timing.interleaved_ms: `--reps` passes, each timing
+both dtypes once, a timing being three calls queued back to back between two CUDA events, one per
+input set), because at its power limit the GPU's clock moves by 10 to 20% within a second, and
+dtypes timed one after another would meet different clocks. A round's ratio bf16 time / fp16 time
+is the median of the passes' ratios; the table shows the median and range of the ratios over the
+rounds, each round with fresh inputs. The CSV has every round's median time and ratio, and the SM
+clock read after each problem.
 
 Run it where `fa2_attention` imports: installed (`pip install ./python`), or from a build with
 PYTHONPATH=python.
@@ -25,12 +25,14 @@ import statistics
 import torch
 
 import fa2_attention
-from timing import flops, median_ms, rotated, sdpa_backward, sm_clock_mhz
+from timing import flops, interleaved_ms, paired_ratio, sdpa_backward, sm_clock_mhz
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
-def time_problem(B, H, N, D, causal, dtype, reps, warmup, generator):
+def inputs(B, H, N, D, causal, dtype, generator):
+    """Three sets of q, k, v, dout (random normal) and the fast forward's out and lse."""
+
     def draw():
         return torch.randn((B, H, N, D), device="cuda", dtype=dtype, generator=generator)
 
@@ -39,6 +41,13 @@ def time_problem(B, H, N, D, causal, dtype, reps, warmup, generator):
         q, k, v, dout = draw(), draw(), draw(), draw()
         out, lse = torch.ops.fa2.forward(q, k, v, causal, None, "fast")
         sets.append((q, k, v, dout, out, lse))
+    return sets
+
+
+def time_problem(B, H, N, D, causal, reps, warmup, generator):
+    """Both dtypes' four timings of one problem: {impl: {dtype name: [ms, one per pass]}}, the two
+    dtypes of an impl timed in turns (interleaved_ms)."""
+    sets = {name: inputs(B, H, N, D, causal, dtype, generator) for name, dtype in DTYPES.items()}
 
     def fwd(q, k, v, dout, out, lse):
         torch.ops.fa2.forward(q, k, v, causal, None, "fast")
@@ -49,12 +58,12 @@ def time_problem(B, H, N, D, causal, dtype, reps, warmup, generator):
     def sdpa_fwd(q, k, v, dout, out, lse):
         torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
-    sdpa_bwd, graphs = sdpa_backward(sets, causal)
+    sdpa_bwd = {name: sdpa_backward(sets[name], causal) for name in DTYPES}
     return {
-        "fast fwd": median_ms(fwd, sets, reps, warmup),
-        "fast bwd": median_ms(bwd, sets, reps, warmup),
-        "sdpa fwd": median_ms(sdpa_fwd, sets, reps, warmup),
-        "sdpa bwd": median_ms(sdpa_bwd, graphs, reps, warmup),
+        "fast fwd": interleaved_ms({name: (fwd, sets[name]) for name in DTYPES}, reps, warmup),
+        "fast bwd": interleaved_ms({name: (bwd, sets[name]) for name in DTYPES}, reps, warmup),
+        "sdpa fwd": interleaved_ms({name: (sdpa_fwd, sets[name]) for name in DTYPES}, reps, warmup),
+        "sdpa bwd": interleaved_ms(sdpa_bwd, reps, warmup),
     }
 
 
@@ -78,21 +87,22 @@ def main():
     problems = [(N, D, causal) for D in a.head_dim for N in a.seq for causal in (False, True)]
     for r in range(a.rounds):
         for N, D, causal in problems:
-            for name, dtype in rotated(list(DTYPES.items()), r):  # each dtype first in every other round
-                times = time_problem(B, H, N, D, causal, dtype, a.reps, a.warmup, generator)
-                clock = sm_clock_mhz()
-                for what, ms in times.items():
+            times = time_problem(B, H, N, D, causal, a.reps, a.warmup, generator)
+            clock = sm_clock_mhz()
+            for what, by_dtype in times.items():
+                for name, passes in by_dtype.items():
+                    ms = statistics.median(passes)
                     rows.append(dict(round=r, B=B, H=H, N=N, D=D, causal=int(causal), dtype=name, impl=what, ms=ms,
                                      tflops=flops(B, H, N, D, causal, what.endswith("bwd")) / ms * 1e-9,
-                                     sm_clock_mhz=clock))
+                                     x=paired_ratio(by_dtype["bf16"], by_dtype["fp16"]), sm_clock_mhz=clock))
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
             w.writeheader()
             w.writerows(rows)
 
-    def ms_of(r, N, D, causal, dtype, impl):
-        return next(x["ms"] for x in rows if (x["round"], x["N"], x["D"], x["causal"], x["dtype"], x["impl"]) ==
+    def row(r, N, D, causal, dtype, impl):
+        return next(x for x in rows if (x["round"], x["N"], x["D"], x["causal"], x["dtype"], x["impl"]) ==
                     (r, N, D, int(causal), dtype, impl))
 
     print(f"\nB {B}, H {H}; TFLOP/s = median over {a.rounds} rounds; 'x' = bf16 time / fp16 time (median of the "
@@ -105,11 +115,9 @@ def main():
             cells = []
             for impl in (f"fast {pass_}", f"sdpa {pass_}"):
                 for name in DTYPES:
-                    tf = statistics.median(flops(B, H, N, D, causal, pass_ == "bwd") / ms_of(r, N, D, causal, name, impl)
-                                           * 1e-9 for r in range(a.rounds))
+                    tf = statistics.median(row(r, N, D, causal, name, impl)["tflops"] for r in range(a.rounds))
                     cells.append(f"{tf:.1f}")
-                ratios = [ms_of(r, N, D, causal, "bf16", impl) / ms_of(r, N, D, causal, "fp16", impl)
-                          for r in range(a.rounds)]
+                ratios = [row(r, N, D, causal, "bf16", impl)["x"] for r in range(a.rounds)]
                 cells.append(f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
             print(f"| {pass_} | {D} | {N} | {'yes' if causal else 'no'} | " + " | ".join(cells) + " |")
 

@@ -1,9 +1,21 @@
-"""What the benchmarks here share: the FLOP count, SDPA's backward as a timed call, and timing one
-call with CUDA events."""
+"""What the benchmarks here share: the FLOP count, SDPA's backward as a timed call, and timing
+calls with CUDA events, one variant at a time or several in turns."""
 
 import statistics
 
 import torch
+
+
+def _timed_ms(fn, input_sets, per_timing):
+    """One timing: `per_timing` calls of fn queued back to back (one per input set, in turn) between
+    two CUDA events; the time per call in ms."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(per_timing):
+        fn(*input_sets[i % len(input_sets)])
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / per_timing
 
 
 def median_ms(fn, input_sets, reps, warmup, per_timing=3):
@@ -13,16 +25,35 @@ def median_ms(fn, input_sets, reps, warmup, per_timing=3):
     for i in range(warmup):
         fn(*input_sets[i % len(input_sets)])
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(per_timing):
-            fn(*input_sets[i % len(input_sets)])
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / per_timing)
-    return statistics.median(times)
+    return statistics.median(_timed_ms(fn, input_sets, per_timing) for _ in range(reps))
+
+
+def interleaved_ms(variants, reps, warmup, per_timing=3):
+    """median_ms's timings for several variants, taken in turns: each of `reps` passes times every
+    variant once (in an order rotated by one from pass to pass), so that one variant's timing and
+    the next lie a millisecond or so apart. Long attention kernels hold the H200 at its power
+    limit, where the SM clock moves by 10 to 20% within a second; variants timed one block after
+    another meet different clocks, and the clock's difference reads as theirs. Timed in turns,
+    they meet the same ones.
+
+    variants: {name: (fn, input_sets)}. Returns {name: [time per call in ms, one per pass]};
+    compare two variants by the median of their pass-by-pass ratios (paired_ratio)."""
+    names = list(variants)
+    for name in names:
+        fn, sets = variants[name]
+        for i in range(warmup):
+            fn(*sets[i % len(sets)])
+    torch.cuda.synchronize()
+    times = {name: [] for name in names}
+    for p in range(reps):
+        for name in rotated(names, p):
+            times[name].append(_timed_ms(*variants[name], per_timing))
+    return times
+
+
+def paired_ratio(numerator, denominator):
+    """The median of the ratios of two variants' timings from the same passes of interleaved_ms."""
+    return statistics.median(a / b for a, b in zip(numerator, denominator, strict=True))
 
 
 def rotated(items, r):
