@@ -263,6 +263,7 @@ struct BackwardCall {
   at::Tensor dq, dk, dv;                 // q's, k's and v's shapes and dtype, contiguous
   at::Tensor d_rows, dq_accum;           // float32 workspaces (batch, N_q) and (batch, N_q, D)
   at::Tensor dq_semaphores;              // deterministic with kernel="fast": int32, cleared by the kernel
+  at::Tensor dkv_partial;                // kernel="fast", few kv heads: float32 parts of dK and dV
   fa2::FlashBwdArgs args;
   Kernel kernel = Kernel::step05;
 };
@@ -377,6 +378,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
+    // Few kv heads: the workspace that lets v6b spread each group over several blocks (v5's backward,
+    // which also runs the windowed ones, does not read it).
+    const std::int64_t parts = fa2::fast::dkv_partial_count(c.args.q_shape, c.args.k_shape);
+    if (parts > 0 && !c.args.window.bounded()) {
+      c.dkv_partial = at::empty({parts}, q.options().dtype(at::kFloat));
+      c.args.dkv_partial = c.dkv_partial.mutable_data_ptr<float>();
+    }
     const fa2::fast::BackwardPlan plan = fa2::fast::plan_backward(c.args);
     TORCH_CHECK(plan.runs(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
                 ". kernel=\"step05\" takes float32, bfloat16 and float16 with head dims 16, 32, 64 and 128");

@@ -64,6 +64,12 @@ struct FlashBwdArgs {
   // clears (step 5 does not read them).
   bool deterministic = false;
   std::int32_t* dq_semaphores = nullptr;
+  // Grouped-query attention with few kv heads: the fast backward on Hopper (v6b) may spread a
+  // group's query heads over several blocks per key tile, each adding up its own part of dK and
+  // dV, when given this float32 workspace for the parts (fast::dkv_partial_count(Q.shape,
+  // K.shape) floats in device memory, 16-byte aligned; 0 where it would not split). Without it
+  // one block walks the whole group. Step 5 and v5's backward do not read it.
+  float* dkv_partial = nullptr;
 };
 
 // The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch

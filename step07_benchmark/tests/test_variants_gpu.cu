@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/cuda/cuda_check.hpp"
+#include "common/cuda/device_buffer.hpp"
 #include "common/cuda/gpu.hpp"
 #include "common/testing.hpp"
 #include "step05_fa2_kernel/flash_bwd_cuda.hpp"
@@ -94,6 +95,20 @@ std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
     if (v.family != "ours" && v.passes != "forward" && runs_here(v) && v.cuda_backward != nullptr) out.push_back(&v);
   }
   return out;
+}
+
+// The backward under test (backward_given_parts) with FlashBwdArgs::dkv_partial given, poisoned
+// with NaN so that a part read before it is written shows: v6b then spreads each group of query
+// heads over several blocks where few kv heads leave it short of blocks.
+fa2::CudaBwdLaunchFn backward_given_parts = nullptr;
+void with_group_parts(const fa2::FlashBwdArgs& args, ::CUstream_st* stream) {
+  fa2::FlashBwdArgs a = args;
+  const auto count = static_cast<std::size_t>(fa2::fast::dkv_partial_count(a.q_shape, a.k_shape));
+  fa2::cuda::DeviceBuffer<float> parts(count);
+  if (count > 0) FA2_CUDA_CHECK(cudaMemsetAsync(parts.data(), 0xFF, parts.bytes(), stream));
+  a.dkv_partial = parts.data();
+  backward_given_parts(a, stream);
+  FA2_CUDA_CHECK(cudaStreamSynchronize(stream));  // the parts must outlive the launch
 }
 
 // dQ, dK, dV of `backward` against the float64 reference on `shape`, causal and not.
@@ -318,6 +333,27 @@ TEST_SUITE("gpu+variants") {
           for (bool deterministic : {false, true}) {
             check_backward_shape(v->cuda_backward, {16, 300, 257, D, group}, 1.0,
                                  fa2::testing::gradient_tolerance<fa2::bf16>(), deterministic);
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("GPU: given the workspace, every fast backward spreads groups over blocks and sums them right") {
+    FA2_SKIP_WITHOUT_GPU();
+    for (const auto* v : fast_backwards()) {
+      INFO(v->name());
+      backward_given_parts = v->cuda_backward;
+      for (const auto D : v->head_dims) {
+        // (B x H, N_q, N_k, D, group): v6b takes 8 parts of 1 head, 16 of 2, 4 of 1 and 6 of 1.
+        for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{16, 300, 257, D, 8},
+                                                     {32, 17, 2500, D, 32},
+                                                     {4, 33, 1000, D, 4},
+                                                     {6, 257, 129, D, 6}}) {
+          REQUIRE(fa2::fast::backward_group_splits({shape.B, shape.N_q, D}, {shape.B_kv(), shape.N_k, D}) > 1);
+          for (bool deterministic : {false, true}) {
+            check_backward_shape(with_group_parts, shape, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
+                                 deterministic);
           }
         }
       }

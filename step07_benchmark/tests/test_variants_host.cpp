@@ -9,6 +9,7 @@
 #include <string>
 
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
+#include "step07_benchmark/kernels/fast/flash_attention.hpp"
 #include "step07_benchmark/kernels/fast/variant_rows.hpp"
 #include "step07_benchmark/kernels/variants.hpp"
 
@@ -57,6 +58,35 @@ TEST_SUITE("variants") {
                                  fa2::Tensor<float, 3>(fa2::Extents<3>{1, 16, 64}).cview(),
                                  fa2::Tensor<float, 3>(fa2::Extents<3>{1, 16, 64}).cview(), false),
                              doctest::Contains("window: "), std::invalid_argument);
+      }
+    }
+  }
+
+  TEST_CASE("v6b spreads a group of query heads over blocks only where few kv heads leave it short of blocks") {
+    using fa2::fast::backward_group_splits, fa2::fast::dkv_partial_count, fa2::fast::kMinBackwardBlocks;
+    // Q and K batch elements (B x H and B x H_kv), N, D.
+    CHECK(backward_group_splits({64, 4096, 128}, {64, 4096, 128}) == 1);  // multi-head: no group
+    CHECK(backward_group_splits({64, 4096, 128}, {16, 4096, 128}) == 1);  // H_kv = 8, B = 2: 512 blocks
+    CHECK(backward_group_splits({64, 4096, 128}, {2, 4096, 128}) == 8);   // multi-query: 64 blocks -> 512
+    CHECK(backward_group_splits({64, 8192, 128}, {2, 8192, 128}) == 4);   // 128 blocks -> 512
+    CHECK(backward_group_splits({16, 300, 64}, {2, 257, 64}) == 8);       // 6 blocks: one head per block
+    CHECK(backward_group_splits({6, 257, 64}, {1, 129, 64}) == 6);        // a group of 6: 1, 2, 3 or 6 parts
+    CHECK(dkv_partial_count({64, 4096, 128}, {16, 4096, 128}) == 0);
+    CHECK(dkv_partial_count({64, 4096, 128}, {2, 4096, 128}) == 2 * 2 * 8 * 4096 * 128);
+    for (const fa2::index_t group : {1, 2, 3, 4, 6, 8, 12, 32}) {
+      for (const fa2::index_t kv_batch : {1, 2, 3, 5, 16, 300}) {
+        for (const fa2::index_t N_k : {1, 127, 128, 129, 1000, 4096, 8192, 40000}) {
+          INFO("group ", group, ", ", kv_batch, " K batch elements, N_k ", N_k);
+          const fa2::Extents<3> q{kv_batch * group, 100, 64}, k{kv_batch, N_k, 64};
+          const fa2::index_t splits = backward_group_splits(q, k);
+          const fa2::index_t blocks = kv_batch * ((N_k + 127) / 128);
+          CHECK(group % splits == 0);
+          CHECK((blocks * splits >= kMinBackwardBlocks || splits == group));  // enough blocks, or all there is
+          for (fa2::index_t fewer = 1; fewer < splits; ++fewer) {             // and no fewer parts would do
+            if (group % fewer == 0) CHECK(blocks * fewer < kMinBackwardBlocks);
+          }
+          CHECK(dkv_partial_count(q, k) == (splits > 1 ? 2 * kv_batch * splits * N_k * 64 : 0));
+        }
       }
     }
   }

@@ -5,6 +5,8 @@
 //   ctest -L gpu+variants   (every backward of the variants table against the float64 reference)
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -37,6 +39,9 @@ std::string backward_refusal(const FlashBwdArgs& a) {
   }
   if (!rows_16_byte_aligned(a.dq_accum, a.dq_accum_strides, 4)) {
     return "dQ_accum: the fast backward needs 16-byte aligned rows (base pointer and batch/row strides multiples of 4)";
+  }
+  if (reinterpret_cast<std::uintptr_t>(a.dkv_partial) % 16 != 0) {
+    return "dkv_partial: the fast backward needs it 16-byte aligned (or null: no workspace, no split of a group)";
   }
   if (a.deterministic && a.dq_semaphores == nullptr) {
     return "dq_semaphores: deterministic gradients on the fast backward need a workspace of "

@@ -131,6 +131,14 @@ struct FastBwdParams {
   index_t stride_dvb, stride_dvk;
   int N_QUERIES, N_KEYS;
   int kv_group;  // grouped-query attention: query batch elements per K and V batch element
+  // A group's query heads spread over group_splits blocks per key tile (v6b, given dkv_partial):
+  // heads_per_block = kv_group / group_splits each. Block x of the grid serves K and V batch
+  // element x / group_splits and, when group_splits > 1, writes its float32 parts of dK (scaled)
+  // and dV to row block x of dk_partial and dv_partial ((K batch x group_splits, N_KEYS, D)),
+  // which fast_bwd_sum_group_parts adds up in order. Otherwise kv_group and 1.
+  int heads_per_block, group_splits;
+  float* dk_partial;
+  float* dv_partial;
   // A sliding window (v5's backward, its Cfg::Windowed twins), as FastParams has it.
   bool windowed;
   int window_left, window_right;
@@ -152,15 +160,16 @@ __device__ __forceinline__ int key_tile_of_block() {
 }
 
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch
-// element blockIdx.x of K and V) serve kv_group query batch elements, the heads of one group, and
-// dK_j and dV_j sum over all of them: the block walks its query tiles m_begin .. m_end - 1 of each
-// in turn, so that step t is query tile m_begin + t % tiles of query batch element
-// blockIdx.x * kv_group + t / tiles. Without groups kv_group is 1 and step t is query tile
-// m_begin + t. (Causal, top-left: query q sees keys 0..q, so the tile's first key k0 is first
-// seen by query k0, in query tile k0 / BLOCK_M.)
-// The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
-// parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
-// they and the divisor's reciprocal would take registers the kernels at the edge do not have.
+// element blockIdx.x / group_splits of K and V) serve heads_per_block query batch elements, the
+// heads of one group or of a part of it, and dK_j and dV_j sum over all of them: the block walks
+// its query tiles m_begin .. m_end - 1 of each in turn, so that step t is query tile
+// m_begin + t % tiles of query batch element blockIdx.x * heads_per_block + t / tiles (block x's
+// heads are the (x % group_splits)-th part of group x / group_splits). Without groups
+// heads_per_block is 1 and step t is query tile m_begin + t. (Causal, top-left: query q sees keys 0..q, so the tile's
+// first key k0 is first seen by query k0, in query tile k0 / BLOCK_M.) The walk keeps no registers: each member is
+// remade at each use from blockIdx, gridDim and the parameters, through a value the compiler cannot see through
+// (`fresh`). Held through the loop, they and the divisor's reciprocal would take registers the kernels at the edge do
+// not have.
 template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false>
 struct QueryWalk {
   __device__ __forceinline__ static int fresh(int x) {
@@ -189,9 +198,9 @@ struct QueryWalk {
     const int first = m_begin(p);
     return m_end > first ? m_end - first : 0;
   }
-  __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.kv_group * tiles(p); }
+  __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.heads_per_block * tiles(p); }
   __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
-    return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.kv_group)) + t / tiles(p);
+    return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.heads_per_block)) + t / tiles(p);
   }
   __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin(p) + t % tiles(p); }
 };
@@ -246,6 +255,36 @@ __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p
   out.z = pack_x2<FLOAT16>(b.x * s, b.y * s);
   out.w = pack_x2<FLOAT16>(b.z * s, b.w * s);
   *reinterpret_cast<uint4*>(p.dQ + bh * p.stride_dqb + row * p.stride_dqq + chunk * 8) = out;
+}
+
+// ---- phase 3 with a group spread over blocks: dK and dV = the sums of their parts ---------------
+// Thread t of the grid takes 16-byte chunk t % CHUNKS of key row t / CHUNKS of K batch element
+// blockIdx.y, and adds the group_splits parts in their order: the same bits on every run.
+template <int D, bool FLOAT16>
+__global__ void __launch_bounds__(256) fast_bwd_sum_group_parts(const FastBwdParams p) {
+  constexpr int CHUNKS = D / 8;
+  const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const index_t row = t / CHUNKS;
+  const int chunk = static_cast<int>(t % CHUNKS);
+  const index_t kv = blockIdx.y;
+  if (row >= p.N_KEYS) return;
+  float dk[8] = {}, dv[8] = {};
+  for (int s = 0; s < p.group_splits; ++s) {
+    const index_t at = ((kv * p.group_splits + s) * p.N_KEYS + row) * D + chunk * 8;
+    const auto* k4 = reinterpret_cast<const float4*>(p.dk_partial + at);
+    const auto* v4 = reinterpret_cast<const float4*>(p.dv_partial + at);
+    const float4 k_lo = k4[0], k_hi = k4[1], v_lo = v4[0], v_hi = v4[1];
+    const float ks[8] = {k_lo.x, k_lo.y, k_lo.z, k_lo.w, k_hi.x, k_hi.y, k_hi.z, k_hi.w};
+    const float vs[8] = {v_lo.x, v_lo.y, v_lo.z, v_lo.w, v_hi.x, v_hi.y, v_hi.z, v_hi.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i) dk[i] += ks[i], dv[i] += vs[i];
+  }
+  const auto pack8 = [](const float(&x)[8]) {
+    return uint4{pack_x2<FLOAT16>(x[0], x[1]), pack_x2<FLOAT16>(x[2], x[3]), pack_x2<FLOAT16>(x[4], x[5]),
+                 pack_x2<FLOAT16>(x[6], x[7])};
+  };
+  *reinterpret_cast<uint4*>(p.dK + kv * p.stride_dkb + row * p.stride_dkk + chunk * 8) = pack8(dk);
+  *reinterpret_cast<uint4*>(p.dV + kv * p.stride_dvb + row * p.stride_dvk + chunk * 8) = pack8(dv);
 }
 
 // ---- phase 2: the key-tile kernel ----------------------------------------------------------------

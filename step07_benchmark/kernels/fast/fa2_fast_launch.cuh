@@ -74,6 +74,7 @@ inline FastBwdParams make_fast_bwd_params(const FlashBwdArgs& a) {
   p.N_QUERIES = static_cast<int>(a.q_shape[1]);
   p.N_KEYS = static_cast<int>(a.k_shape[1]);
   p.kv_group = static_cast<int>(kv_group(forward_args(a)));
+  p.heads_per_block = p.kv_group, p.group_splits = 1;  // v6b's launch may spread the group
   p.windowed = a.window.bounded();
   p.window_left = static_cast<int>(std::min(kernel_window(forward_args(a)).left, a.q_shape[1]));
   p.window_right = static_cast<int>(std::min(kernel_window(forward_args(a)).right, a.k_shape[1]));

@@ -88,8 +88,14 @@ template <class Cfg>
 void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   const FlashBwdArgs& a = plan.args;
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
-  const FastBwdParams p = make_fast_bwd_params(a);
+  FastBwdParams p = make_fast_bwd_params(a);
   const index_t B = a.q_shape[0], N_q = a.q_shape[1], N_k = a.k_shape[1], D = a.q_shape[2];
+  if (a.dkv_partial != nullptr) {  // few kv heads: each group over several blocks (backward_group_splits)
+    p.group_splits = backward_group_splits(a.q_shape, a.k_shape);
+    p.heads_per_block = p.kv_group / p.group_splits;
+    p.dk_partial = a.dkv_partial;
+    p.dv_partial = a.dkv_partial + a.k_shape[0] * p.group_splits * N_k * D;
+  }
   const auto batch = static_cast<unsigned>(B);
   const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(N_q * Cfg::CHUNKS, 256));
   fast_bwd_preprocess<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
@@ -117,7 +123,8 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     constexpr std::size_t smem = BwdLayout<C>::smem_bytes;
     static std::atomic<std::uint64_t> opted_in{0};
     opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
-    const dim3 grid(static_cast<unsigned>(a.k_shape[0]), static_cast<unsigned>(key_blocks));  // (batch of K, key tiles)
+    // (batch of K x parts of its group, key tiles)
+    const dim3 grid(static_cast<unsigned>(a.k_shape[0] * p.group_splits), static_cast<unsigned>(key_blocks));
     kernel<<<grid, C::BLOCK_THREADS, smem, stream>>>(p, maps);
     FA2_CUDA_CHECK_LAUNCH();
   };
@@ -129,6 +136,12 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
 
   fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
+  if (p.group_splits > 1) {
+    const auto key_row_blocks = static_cast<unsigned>(cdiv<index_t>(N_k * Cfg::CHUNKS, 256));
+    fast_bwd_sum_group_parts<Cfg::D, Cfg::FLOAT16>
+        <<<dim3(key_row_blocks, static_cast<unsigned>(a.k_shape[0])), 256, 0, stream>>>(p);
+    FA2_CUDA_CHECK_LAUNCH();
+  }
 }
 
 // v6 and v6b as the plans call them (with_element_twin: fa2_fast_launch.cuh).

@@ -55,6 +55,31 @@ struct BackwardPlan {
 BackwardPlan plan_backward(const FlashBwdArgs& args, Backward which = Backward::best);
 void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
 
+// Grouped-query attention with few kv heads: v6b's grid has one block per (K batch element, key tile of
+// 128), each walking its group's query heads, and with few kv heads that leaves SMs idle (multi-query
+// attention at B = 2, N = 4096: 64 blocks). Given FlashBwdArgs::dkv_partial, v6b spreads each group
+// over `backward_group_splits` blocks per key tile, the fewest parts (a divisor of the group) that make
+// kMinBackwardBlocks blocks, or the whole group one head per block; each block writes its float32 part
+// of dK and dV, and a last kernel adds the parts in order (deterministic). 1: no split.
+inline constexpr long long kMinBackwardBlocks = 264;  // two for each SM of an H100 or H200
+inline int backward_group_splits(const Extents<3>& q_shape, const Extents<3>& k_shape) {
+  if (k_shape[0] <= 0 || q_shape[0] % k_shape[0] != 0) return 1;  // validate() refuses these
+  const long long group = q_shape[0] / k_shape[0];
+  const long long blocks = k_shape[0] * ((k_shape[1] + 127) / 128);
+  long long splits = 1;
+  while (splits < group && blocks * splits < kMinBackwardBlocks) {
+    do ++splits;
+    while (group % splits != 0);
+  }
+  return static_cast<int>(splits);
+}
+// The floats FlashBwdArgs::dkv_partial needs for these shapes: dK's and dV's parts, (K batch x
+// splits, N_k, D) each; 0 where v6b would not split.
+inline index_t dkv_partial_count(const Extents<3>& q_shape, const Extents<3>& k_shape) {
+  const int splits = backward_group_splits(q_shape, k_shape);
+  return splits > 1 ? 2 * k_shape[0] * splits * k_shape[1] * k_shape[2] : 0;
+}
+
 // One call each: plan, then run (throws std::invalid_argument with the reason when refused).
 void flash_fwd_fast(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);    // v5, tuned
 void flash_fwd_hopper(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);  // v6, tuned

@@ -58,7 +58,6 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   const std::uint32_t base = aligned_tiles(smem_raw, Cfg::TILE_ALIGN);
   const BwdBlock<Cfg> blk;
   using Walk = typename BwdBlock<Cfg>::Walk;
-  const BwdThread th = blk.thread();
   const int tid = static_cast<int>(threadIdx.x);
 
   // Step t's Q_i, dO_i, L_i and D_i (its place `at`) into stage `stage`; rows past N_QUERIES
@@ -85,9 +84,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   zero<Cfg>(dv);
   const int steps = Walk::steps(p);
   if (steps > 0) {
-    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::k, p.K + blk.kv() * p.stride_kb, p.stride_kk, blk.k0, p.N_KEYS);
-    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::v, p.V + blk.kv() * p.stride_vb, p.stride_vk, blk.k0, p.N_KEYS);
-    load_query_tile(0, {static_cast<int>(blockIdx.x) * p.kv_group, Walk::m_begin(p) * BM}, 0);
+    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::k, p.K + blk.kv(p) * p.stride_kb, p.stride_kk, blk.k0, p.N_KEYS);
+    load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::v, p.V + blk.kv(p) * p.stride_vb, p.stride_vk, blk.k0, p.N_KEYS);
+    load_query_tile(0, {static_cast<int>(Walk::bh(p, 0)), Walk::m_begin(p) * BM}, 0);
     cp_async_commit();
   }
   for (int t = 0; t < steps; ++t) {
@@ -110,7 +109,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
   finish_query_shares<Cfg>();
-  write_key_rows<Cfg>(p, blk.kv(), dk, dv, th);
+  write_key_rows<Cfg>(p, blk.kv(p), dk, dv, blk.thread(opaque(threadIdx.x)));  // remade, not held
 }
 
 // A producer warpgroup (one warp of it works) and two computing warpgroups that never meet to load.
@@ -161,7 +160,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
                        [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
   }
   finish_query_shares<Cfg>();
-  write_key_rows<Cfg>(p, blk.kv(), dk, dv, th);
+  write_key_rows<Cfg>(p, blk.kv(p), dk, dv, th);
 }
 
 }  // namespace fa2::fast

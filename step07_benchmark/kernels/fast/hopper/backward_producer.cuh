@@ -24,15 +24,19 @@ struct HopperBwdMaps {
 
 // Where a block stands: its key tile, its batch element of K and V, the query tiles it walks
 // (causal, top-left: the tile's first key k0 is first seen by query k0; with grouped-query
-// attention, those of every query head of the group, QueryWalk) and its thread's place. One block
-// per (batch element of K, key tile), the key tile the slow index: causal, the heaviest blocks of
-// every head start first (as v5's backward); deterministic, the last key tile first.
+// attention, those of every query head of the group or of its part of the group, QueryWalk) and
+// its thread's place. One block per (batch element of K, part of its group, key tile), the key
+// tile the slow index: causal, the heaviest blocks of every head start first (as v5's backward);
+// deterministic, the last key tile first.
 template <class Cfg>
 struct BwdBlock {
   using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC>;
   int k0;
   __device__ __forceinline__ BwdBlock() : k0(key_tile_of_block<Cfg::DETERMINISTIC>() * Cfg::BLOCK_N) {}
-  __device__ __forceinline__ static index_t kv() { return blockIdx.x; }  // its batch element of K and V
+  // Its batch element of K and V, remade at each use (Walk::fresh) rather than held through the loop.
+  __device__ __forceinline__ static index_t kv(const FastBwdParams& p) {
+    return Walk::fresh(static_cast<int>(blockIdx.x)) / Walk::fresh(p.group_splits);
+  }
   __device__ __forceinline__ BwdThread thread(unsigned thread_index = threadIdx.x) const {
     const int tid = static_cast<int>(thread_index), lane = tid % 32, wg = tid / 128;
     return {wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};
@@ -50,7 +54,7 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
   using L = BwdLayout<Cfg>;
   using Walk = typename BwdBlock<Cfg>::Walk;
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
-  const int kv = static_cast<int>(blk.kv());
+  const int kv = static_cast<int>(blk.kv(p));
   if (lane == 0) {
     mbarrier_arrive_expect_bytes(kv_full, 2 * L::kv_bytes);
     for (int cb = 0; cb < D / 64; ++cb) {

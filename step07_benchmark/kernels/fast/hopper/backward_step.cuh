@@ -86,16 +86,41 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
     }
 }
 
-// dK_w (times the scale) and dV_w, rows past N_KEYS left out.
+// The same as float32 parts: the block's rows of dk_partial and dv_partial (row block blockIdx.x,
+// FastBwdParams), for fast_bwd_sum_group_parts to add up.
 template <class Cfg>
-__device__ __forceinline__ void write_key_rows(const FastBwdParams& p, index_t bh, const KeysByDims<Cfg>& dk,
-                                               const KeysByDims<Cfg>& dv, const BwdThread& th) {
+__device__ __forceinline__ void write_key_parts(const FastBwdParams& p, const KeysByDims<Cfg>& dk,
+                                                const KeysByDims<Cfg>& dv, const BwdThread& th) {
+  const index_t first_row = static_cast<index_t>(blockIdx.x) * p.N_KEYS;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int key = th.key0 + th.row + 8 * h;
     if (key >= p.N_KEYS) continue;
-    elem16* const dk_row = p.dK + bh * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + th.col;
-    elem16* const dv_row = p.dV + bh * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + th.col;
+    const index_t at = (first_row + key) * Cfg::D + th.col;
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) {
+      *reinterpret_cast<float2*>(p.dk_partial + at + t * 8) =
+          make_float2(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      *reinterpret_cast<float2*>(p.dv_partial + at + t * 8) = make_float2(dv[t][2 * h], dv[t][2 * h + 1]);
+    }
+  }
+}
+
+// dK_w (times the scale) and dV_w, rows past N_KEYS left out: into dK and dV at K batch element
+// kv, or, with the group spread over blocks, as the block's float32 parts (write_key_parts).
+template <class Cfg>
+__device__ __forceinline__ void write_key_rows(const FastBwdParams& p, index_t kv, const KeysByDims<Cfg>& dk,
+                                               const KeysByDims<Cfg>& dv, const BwdThread& th) {
+  if (p.group_splits > 1) {
+    write_key_parts<Cfg>(p, dk, dv, th);
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = th.key0 + th.row + 8 * h;
+    if (key >= p.N_KEYS) continue;
+    elem16* const dk_row = p.dK + kv * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + th.col;
+    elem16* const dv_row = p.dV + kv * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + th.col;
 #pragma unroll
     for (int t = 0; t < Cfg::D / 8; ++t) {
       *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
