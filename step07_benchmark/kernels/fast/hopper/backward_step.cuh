@@ -86,8 +86,9 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
     }
 }
 
-// The same as float32 parts: the block's rows of dk_partial and dv_partial (row block blockIdx.x,
-// FastBwdParams), for fast_bwd_sum_group_parts to add up.
+// dK_w (times the scale) and dV_w as float32 parts, rows past N_KEYS left out: the block's rows of
+// dk_partial and dv_partial (row block blockIdx.x, FastBwdParams), which fast_bwd_sum_group_parts
+// adds up.
 template <class Cfg>
 __device__ __forceinline__ void write_key_parts(const FastBwdParams& p, const KeysByDims<Cfg>& dk,
                                                 const KeysByDims<Cfg>& dv, const BwdThread& th) {
