@@ -707,6 +707,12 @@ TEST_SUITE("variants") {
     CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a),
                          doctest::Contains("dq_semaphores: deterministic gradients on the fast backward need"),
                          std::invalid_argument);
+    // A workspace for the parts of a group spread over blocks that is not 16-byte aligned.
+    a = args(x, g_ok, rows, acc);
+    a.dkv_partial = acc.view().data() + 1;
+    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a),
+                         doctest::Contains("dkv_partial: the fast backward needs it 16-byte aligned"),
+                         std::invalid_argument);
     // A bad shape is validate()'s: named as for every backward.
     a = args(x, g_ok, rows, acc);
     a.do_shape = {1, 9, 64};
