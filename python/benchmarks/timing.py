@@ -57,7 +57,7 @@ def paired_ratio(numerator, denominator):
 
 
 def rotated(items, r):
-    """items taken from the (r mod len)-th on: round r of a benchmark times its variants in this
+    """items taken from the (r mod len)-th on: pass r of interleaved_ms times its variants in this
     order, so that none is always timed first, last or right after the same one."""
     shift = r % len(items)
     return list(items[shift:]) + list(items[:shift])

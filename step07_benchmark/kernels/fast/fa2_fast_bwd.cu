@@ -6,7 +6,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -55,9 +54,9 @@ std::string backward_refusal(const FlashBwdArgs& a) {
 std::string v6b_refusal_beyond_backward(const FlashBwdArgs& a) {
   if (a.window.bounded()) return "window: v6b takes no sliding window (v5's backward does)";
   if (a.q_shape[2] != 64 && a.q_shape[2] != 128) return "head_dim: v6b takes 64 or 128";
-  // The grid is (batch, key tiles of 128): CUDA caps y at 65535.
-  if (cdiv<index_t>(a.k_shape[1], 128) > 65535) {
-    return "K.shape: v6b takes N_k up to " + std::to_string(65535 * 128) + " (65535 key tiles of 128)";
+  // The grid is (batch, key tiles of kBackwardKeyTile = 128): CUDA caps y at 65535.
+  if (cdiv<index_t>(a.k_shape[1], kBackwardKeyTile) > 65535) {
+    return "K.shape: v6b takes N_k up to " + std::to_string(65535 * kBackwardKeyTile) + " (65535 key tiles of 128)";
   }
   if (std::string why = hopper_unavailable(); !why.empty()) return "v6b needs what v6 needs; " + why;
   return {};

@@ -165,11 +165,11 @@ __device__ __forceinline__ int key_tile_of_block() {
 // its query tiles m_begin .. m_end - 1 of each in turn, so that step t is query tile
 // m_begin + t % tiles of query batch element blockIdx.x * heads_per_block + t / tiles (block x's
 // heads are the (x % group_splits)-th part of group x / group_splits). Without groups
-// heads_per_block is 1 and step t is query tile m_begin + t. (Causal, top-left: query q sees keys 0..q, so the tile's
-// first key k0 is first seen by query k0, in query tile k0 / BLOCK_M.) The walk keeps no registers: each member is
-// remade at each use from blockIdx, gridDim and the parameters, through a value the compiler cannot see through
-// (`fresh`). Held through the loop, they and the divisor's reciprocal would take registers the kernels at the edge do
-// not have.
+// heads_per_block is 1 and step t is query tile m_begin + t. (Causal, top-left: query q sees keys
+// 0..q, so the tile's first key k0 is first seen by query k0, in query tile k0 / BLOCK_M.)
+// The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
+// parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
+// they and the divisor's reciprocal would take registers the kernels at the edge do not have.
 template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false>
 struct QueryWalk {
   __device__ __forceinline__ static int fresh(int x) {

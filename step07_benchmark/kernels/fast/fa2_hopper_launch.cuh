@@ -86,6 +86,7 @@ void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
 // (warp-specialised with the producer), with the TMA views its options read.
 template <class Cfg>
 void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
+  static_assert(Cfg::BLOCK_N == kBackwardKeyTile, "the plan's checks and the group split count v6b's key tiles");
   const FlashBwdArgs& a = plan.args;
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
   FastBwdParams p = make_fast_bwd_params(a);

@@ -62,10 +62,11 @@ void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
 // kMinBackwardBlocks blocks, or the whole group one head per block; each block writes its float32 part
 // of dK and dV, and a last kernel adds the parts in order (deterministic). 1: no split.
 inline constexpr long long kMinBackwardBlocks = 264;  // two for each SM of an H100 or H200
+inline constexpr index_t kBackwardKeyTile = 128;      // v6b's keys per block (its BLOCK_N)
 inline int backward_group_splits(const Extents<3>& q_shape, const Extents<3>& k_shape) {
   if (k_shape[0] <= 0 || q_shape[0] % k_shape[0] != 0) return 1;  // validate() refuses these
   const long long group = q_shape[0] / k_shape[0];
-  const long long blocks = k_shape[0] * ((k_shape[1] + 127) / 128);
+  const long long blocks = k_shape[0] * ((k_shape[1] + kBackwardKeyTile - 1) / kBackwardKeyTile);
   long long splits = 1;
   while (splits < group && blocks * splits < kMinBackwardBlocks) {
     do ++splits;
