@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 import kit  # noqa: E402  (scripts/lib/kit.py)
 
 ROOT = HERE.parents[2]
-PARTS = json.loads((HERE / "parts.json").read_text())
+PARTS = json.loads((HERE / "course.json").read_text())
 MANIFEST = HERE / "manifest.json"
 OUT_MARKER = ".fa2-grade"
 STEP_OF_BEGIN = re.compile(r"// BEGIN SOLUTION (step\d\d)")
