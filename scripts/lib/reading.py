@@ -22,7 +22,8 @@ read them as text. Fenced code blocks (``` or ~~~, commands and printed output a
 apart, as their non-blank lines. A solution region of a Markdown file
 (`<!-- BEGIN SOLUTION ... -->`) counts as the one line a standard or full starter kit puts in its
 place (scripts/lib/kit.py), so the counts are the same in this repository and in those kits (a
-guided kit keeps step 6's diffs: a few dozen words more).
+guided kit shows step 6's diffs instead of that line: there step 6 counts a few words fewer and some
+lines of code more).
 
 Usage: python3 scripts/lib/reading.py [--root DIR] [--markdown] [--check]
   (no option)  a table of words and code lines per part, and the total
@@ -256,18 +257,23 @@ def mark_problems(root: Path) -> list[str]:
     return problems
 
 
-def describe(entries: list[dict]) -> str:
-    """What a part reads, in a few words, for HANDOUT.md's table."""
+def describe(part: str, plan: dict) -> str:
+    """What a part reads besides HANDOUT.md, in a few words, for HANDOUT.md's table: the files, the
+    sections when not the whole file, and the sections left to other parts."""
     out = []
-    for entry in entries:
+    for entry in plan[part]:
         rel = entry["path"]
-        name = "README.md" if rel == "README.md" else rel
-        sections = entry["sections"]
-        if sections == ["*"]:
-            out.append(f"`{name}`" + (", but its optional sections" if entry.get("except") else ""))
-        else:
-            out.append(f"`{name}`: " + ", ".join(f'"{s.split(" > ")[-1]}"' for s in sections))
-    return "; ".join(out)
+        if rel == "HANDOUT.md":
+            continue
+        elsewhere = {name for other, entries in plan.items() if other != part
+                     for e in entries if e["path"] == rel for name in e["sections"]}
+        sections = [name.split(" > ")[-1] for name in entry["sections"] if name != "*"]
+        text = ", ".join([f"`{rel}`"] + [f'"{name}"' for name in sections])
+        left = [name.split(" > ")[-1] for name in entry.get("except", []) if name in elsewhere]
+        if left:
+            text += " but " + " and ".join(f'"{name}"' for name in left)
+        out.append(text)
+    return "; ".join(out) or "nothing more"
 
 
 def main(argv: list[str]) -> int:
@@ -291,10 +297,10 @@ def main(argv: list[str]) -> int:
         print(f"reading.py: {error}", file=sys.stderr)
         return 1
     if args.markdown:
-        print("| part | required reading | words |")
+        print("| part | required reading besides the handout's own section (optional sections excepted) | words |")
         print("|---|---|---|")
-        for part, entries in plan.items():
-            print(f"| {part} | {describe(entries)} | {words[part]:,} |")
+        for part in plan:
+            print(f"| {part} | {describe(part, plan)} | {words[part]:,} |")
         print(f"| **total** | | **{sum(words.values()):,}** |")
     else:
         width = max(len(part) for part in words)
