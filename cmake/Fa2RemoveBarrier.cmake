@@ -1,12 +1,16 @@
 # Build-time helper of step05's missing-barrier tests: writes OUTPUT, a copy of the kernel file
-# INPUT without its lines that are exactly a barrier ("prog.sync();"), which is the mistake
-# students make. The host's race checks must then fail the copy, and racecheck on the GPU must
-# report it. A kernel with no such line (a starter kit's TODO, or a student who forgot it) is
-# copied unchanged.
+# INPUT without its barrier statements (prog.sync();), which is the mistake students make. The
+# host's race checks must then fail the copy, and racecheck on the GPU must report it. The
+# statement is found by its tokens, however it is written: spaces, tabs or line breaks between
+# them, a comment after it ("prog.sync();  // K_j and V_j are complete"). Only the five tokens go;
+# the rest of the line stays. A kernel without the statement (a starter kit's TODO, or a student
+# who forgot it) is copied unchanged.
 #   cmake -D INPUT=<kernel> -D OUTPUT=<copy> -P Fa2RemoveBarrier.cmake
 cmake_minimum_required(VERSION 3.25)
 file(READ "${INPUT}" text)
-string(REGEX REPLACE "\n[ \t]*prog\\.sync\\(\\);[ \t]*(\n)" "\\1" without "${text}")
+set(gap "[ \t\r\n]*")  # whitespace, line breaks included, between two tokens
+# The character before "prog" (if any) is kept, and must not continue a name ("myprog.sync();").
+string(REGEX REPLACE "(^|[^A-Za-z0-9_])prog${gap}\\.${gap}sync${gap}\\(${gap}\\)${gap};" "\\1" without "${text}")
 get_filename_component(dir "${OUTPUT}" DIRECTORY)
 file(MAKE_DIRECTORY "${dir}")
 file(WRITE "${OUTPUT}.tmp"

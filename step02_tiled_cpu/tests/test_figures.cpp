@@ -29,7 +29,7 @@ using Attrs = std::map<std::string, std::string>;
 constexpr index_t kNq = 10, kNk = 13, kTile = 4;
 
 std::string read_figure(const std::string& name) {
-  const std::string path = std::string(FA2_SOURCE_DIR) + "/step02_tiled_cpu/figures/" + name;
+  const std::string path = std::string(fa2::testing::source_dir()) + "/step02_tiled_cpu/figures/" + name;
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "cannot read " << path);
   std::stringstream text;

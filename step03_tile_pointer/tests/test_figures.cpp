@@ -23,7 +23,7 @@ using fa2::index_t;
 using Attrs = std::map<std::string, std::string>;
 
 std::string read_figure() {
-  const std::string path = std::string(FA2_SOURCE_DIR) + "/step03_tile_pointer/figures/block_pointer.svg";
+  const std::string path = std::string(fa2::testing::source_dir()) + "/step03_tile_pointer/figures/block_pointer.svg";
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "cannot read " << path);
   std::stringstream text;

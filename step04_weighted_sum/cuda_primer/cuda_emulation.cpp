@@ -1,9 +1,13 @@
 // The host emulation of CUDA's execution model (cuda_emulation.hpp): one std::thread per thread
-// of a block, reused block after block; a std::barrier for __syncthreads() and one between blocks.
+// of a block, reused block after block; a std::barrier for __syncthreads() and one between blocks;
+// with Schedule::in_turns, a turn that passes from thread to thread in order between barriers.
 //   ctest --preset cpu-only -L step04      (tests/test_cuda_emulation.cpp)
 #include "step04_weighted_sum/cuda_primer/cuda_emulation.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <barrier>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -69,6 +73,15 @@ struct BarrierTrace {
 
 struct GridRun;
 
+std::atomic<Schedule> next_schedule{Schedule::concurrent};
+
+// Runs when every thread still in the block has reached the same __syncthreads() (std::barrier's
+// completion step): with Schedule::in_turns, the turn goes back to the first thread.
+struct BarrierPassed {
+  GridRun* run;
+  void operator()() noexcept;
+};
+
 // Runs once per block, after every thread of the block has finished it and before any starts
 // the next one (std::barrier's completion step).
 struct BlockEnd {
@@ -84,9 +97,38 @@ struct GridRun {
         threads_per_block(block_.x * block_.y * block_.z),
         blocks(std::uint64_t{grid_.x} * grid_.y * grid_.z),
         kernel_call(call),
+        in_turns(next_schedule.load() == Schedule::in_turns),
         traces(threads_per_block),
+        in_block(threads_per_block, 1),
         block_end(static_cast<std::ptrdiff_t>(threads_per_block), BlockEnd{this}) {
-    syncthreads.emplace(static_cast<std::ptrdiff_t>(threads_per_block));
+    syncthreads.emplace(static_cast<std::ptrdiff_t>(threads_per_block), BarrierPassed{this});
+  }
+
+  // Schedule::in_turns: thread t runs only while it holds the turn, which it passes on at its next
+  // __syncthreads() or when it leaves the block; once every thread is at the barrier, thread 0
+  // (the first still in the block) has it again. Concurrent: these do nothing.
+  void wait_for_turn(unsigned t) {
+    if (!in_turns) return;
+    std::unique_lock<std::mutex> lock(turn_mutex);
+    turn_passed.wait(lock, [&] { return turn == t; });
+  }
+  void pass_turn(unsigned t, bool leaving_block) {
+    if (!in_turns) return;
+    {
+      const std::lock_guard<std::mutex> lock(turn_mutex);
+      if (leaving_block) in_block[t] = 0;
+      turn = first_in_block(t + 1);
+    }
+    turn_passed.notify_all();
+  }
+  unsigned first_in_block(unsigned from) const {
+    while (from < threads_per_block && in_block[from] == 0) ++from;
+    return from;
+  }
+  // The barrier's completion step: every thread still in the block is waiting at it.
+  void restart_turns() noexcept {
+    const std::lock_guard<std::mutex> lock(turn_mutex);
+    turn = first_in_block(0);
   }
 
   void record(std::exception_ptr e) {
@@ -110,25 +152,38 @@ struct GridRun {
       }
     }
     for (auto& trace : traces) trace = BarrierTrace{};
+    std::fill(in_block.begin(), in_block.end(), char{1});
+    turn = 0;
     ++block_index;
     done = error != nullptr || block_index == blocks;
-    if (!done) syncthreads.emplace(static_cast<std::ptrdiff_t>(threads_per_block));
+    if (!done) syncthreads.emplace(static_cast<std::ptrdiff_t>(threads_per_block), BarrierPassed{this});
   }
 
   const Dim3 grid, block;
   const unsigned threads_per_block;
   const std::uint64_t blocks;
   const std::function<void()>& kernel_call;
+  const bool in_turns;  // Schedule::in_turns, fixed for the launch
 
-  std::uint64_t block_index = 0;              // the block being run; changed only by finish_block
-  bool done = false;                          // read by the threads after block_end
-  std::optional<std::barrier<>> syncthreads;  // the running block's __syncthreads(), new for each block
-  std::vector<BarrierTrace> traces;           // per thread of the running block
+  std::uint64_t block_index = 0;                           // the block being run; changed only by finish_block
+  bool done = false;                                       // read by the threads after block_end
+  std::optional<std::barrier<BarrierPassed>> syncthreads;  // the running block's __syncthreads(), new per block
+  std::vector<BarrierTrace> traces;                        // per thread of the running block
+
+  std::mutex turn_mutex;  // Schedule::in_turns
+  std::condition_variable turn_passed;
+  unsigned turn = 0;           // the thread that may run
+  std::vector<char> in_block;  // per thread: 0 once it has left the running block
+
   std::barrier<BlockEnd> block_end;
 
   std::mutex error_mutex;
   std::exception_ptr error;  // the first exception a thread threw, or the divergence found
 };
+
+void BarrierPassed::operator()() noexcept {
+  run->restart_turns();
+}
 
 void BlockEnd::operator()() noexcept {
   run->finish_block();
@@ -146,6 +201,7 @@ void run_thread(GridRun& run, unsigned t) {
   gridDim = run.grid;
   while (true) {
     blockIdx = coordinates(run.block_index, run.grid);
+    run.wait_for_turn(t);
     try {
       run.kernel_call();
     } catch (...) {
@@ -153,6 +209,7 @@ void run_thread(GridRun& run, unsigned t) {
     }
     // This thread has left the block, normally or by an exception: the block's barriers stop
     // waiting for it, so the others finish (and nobody hangs on a thread that threw).
+    run.pass_turn(t, /*leaving_block=*/true);
     run.syncthreads->arrive_and_drop();
     run.block_end.arrive_and_wait();
     if (run.done) break;
@@ -167,7 +224,13 @@ void sync_threads(std::source_location where) {
     throw std::logic_error("__syncthreads() called outside a kernel launched by cuda_emulation::launch");
   }
   current_run->traces[current_thread].add(where);
+  current_run->pass_turn(current_thread, /*leaving_block=*/false);
   current_run->syncthreads->arrive_and_wait();
+  current_run->wait_for_turn(current_thread);
+}
+
+Schedule set_schedule(Schedule schedule) {
+  return next_schedule.exchange(schedule);
 }
 
 void run_grid(Dim3 grid, Dim3 block, const std::function<void()>& kernel_call) {

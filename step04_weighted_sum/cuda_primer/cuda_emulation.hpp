@@ -20,7 +20,8 @@
 // What it does not play (see the README's "Where the emulation stops"): warp-level operations
 // (shuffles, votes, __syncwarp), atomics, dynamic shared memory (extern __shared__), streams, and
 // the timing of a GPU: threads of one block really run at the same time here, but warps do not run
-// in lockstep, and a race that a GPU hides (or shows) may go the other way on the host.
+// in lockstep, and a race that a GPU hides (or shows) may go the other way on the host. The
+// schedule Schedule::in_turns makes a missing barrier show the same way on every run.
 #pragma once
 
 #if defined(__CUDACC__)
@@ -65,6 +66,30 @@ class BarrierDivergence : public std::logic_error {
 
 // __syncthreads() of the calling emulated thread; `where` tells the calls apart.
 void sync_threads(std::source_location where);
+
+// How the threads of a block share the host's cores:
+//   concurrent  (the default) all at once, as the operating system schedules them: a missing
+//               barrier usually gives wrong numbers, but not always the same ones;
+//   in_turns    one at a time, in thread order, each from one __syncthreads() (or the start) to the
+//               next (or its end), then the next thread: a thread that reads shared memory before
+//               the barrier that should order it reads what a later thread has not written yet, or
+//               overwrites what a later thread has not read yet, on every run.
+enum class Schedule { concurrent, in_turns };
+
+// The schedule of the launches that start from now on, process-wide; returns the previous one.
+Schedule set_schedule(Schedule schedule);
+
+// Sets a schedule for one scope, then puts the previous one back.
+class ScopedSchedule {
+ public:
+  explicit ScopedSchedule(Schedule schedule) : previous_(set_schedule(schedule)) {}
+  ~ScopedSchedule() { set_schedule(previous_); }
+  ScopedSchedule(const ScopedSchedule&) = delete;
+  ScopedSchedule& operator=(const ScopedSchedule&) = delete;
+
+ private:
+  Schedule previous_;
+};
 
 // Runs `kernel_call` once on every thread of every block: the blocks one after another, the
 // threads of a block at the same time (block.x * block.y * block.z std::threads). Throws

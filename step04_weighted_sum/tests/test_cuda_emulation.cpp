@@ -95,6 +95,24 @@ void two_different_barriers() {
 
 void do_nothing() {}
 
+// Thread t writes its slot and reads every slot, with or without a barrier in between; counts
+// the slots it found unwritten.
+void write_then_read_all(std::vector<int>* slots, std::atomic<int>* missing, bool with_barrier) {
+  const unsigned t = threadIdx.x;
+  (*slots)[t] = static_cast<int>(t) + 1;
+  if (with_barrier) __syncthreads();
+  for (unsigned u = 0; u < blockDim.x; ++u) {
+    if ((*slots)[u] != static_cast<int>(u) + 1) missing->fetch_add(1);
+  }
+}
+
+// The order in which the threads of a block run their first stretch (start to first barrier).
+void log_turn_then_sync(std::vector<unsigned>* order) {
+  order->push_back(threadIdx.x);  // in turns only one thread runs here at a time
+  __syncthreads();
+  order->push_back(threadIdx.x);
+}
+
 }  // namespace
 
 TEST_SUITE("cuda_emulation") {
@@ -169,6 +187,32 @@ TEST_SUITE("cuda_emulation") {
     CHECK_THROWS_WITH_AS(launch(Dim3(1, 65536), Dim3(32), do_nothing), doctest::Contains("grid: got (1, 65536, 1)"),
                          std::invalid_argument);
     CHECK_NOTHROW(launch(Dim3(1), Dim3(1024), do_nothing));
+  }
+
+  TEST_CASE("in turns, threads run one at a time in order between barriers, and a missing barrier shows every time") {
+    const fa2::cuda_emulation::ScopedSchedule in_turns(fa2::cuda_emulation::Schedule::in_turns);
+    std::vector<unsigned> order;
+    launch(Dim3(2), Dim3(8), log_turn_then_sync, &order);
+    std::vector<unsigned> expected;
+    for (int stretch = 0; stretch < 4; ++stretch)  // 2 blocks x 2 stretches, threads 0..7 in each
+      for (unsigned t = 0; t < 8; ++t) expected.push_back(t);
+    CHECK(order == expected);
+    for (int run = 0; run < 5; ++run) {
+      std::vector<int> slots(32, 0);
+      std::atomic<int> missing{0};
+      launch(Dim3(1), Dim3(32), write_then_read_all, &slots, &missing, /*with_barrier=*/false);
+      // Thread t finds the 31 - t slots of the threads after it unwritten: 31 + 30 + ... + 0.
+      CHECK(missing.load() == 31 * 32 / 2);
+      std::fill(slots.begin(), slots.end(), 0);
+      missing = 0;
+      launch(Dim3(1), Dim3(32), write_then_read_all, &slots, &missing, /*with_barrier=*/true);
+      CHECK(missing.load() == 0);
+    }
+    // The error paths still end the launch in turns.
+    std::atomic<int> passed{0};
+    CHECK_THROWS_AS(launch(Dim3(2), Dim3(32), throw_in_thread_3_while_others_wait, &passed), std::runtime_error);
+    CHECK(passed.load() == 31);
+    CHECK_THROWS_AS(launch(Dim3(2), Dim3(32), early_return_before_barrier, 20), BarrierDivergence);
   }
 
   TEST_CASE("__syncthreads outside a launch is an error") {

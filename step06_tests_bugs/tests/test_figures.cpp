@@ -28,7 +28,7 @@ using fa2::index_t;
 using fa2::variants::Variant;
 
 std::string read_source(const std::string& relative) {
-  const std::string path = std::string(FA2_SOURCE_DIR) + "/" + relative;
+  const std::string path = std::string(fa2::testing::source_dir()) + "/" + relative;
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "cannot read " << path);
   std::stringstream text;

@@ -29,7 +29,7 @@ using namespace fa2::bench::figures;
 
 namespace {
 
-const std::string kSource = FA2_SOURCE_DIR;
+const std::string kSource = fa2::testing::source_dir();
 const std::string kRecord = "step07_benchmark/results/h200_2026-11-29";
 const std::string kFigures = "step07_benchmark/results/figures";
 

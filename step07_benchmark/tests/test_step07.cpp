@@ -953,7 +953,7 @@ TEST_SUITE("napkin") {
   TEST_CASE("the quoted numbers in the code are the committed file's") {
     // results/quoted/: series, B, H, D, N, causal, ms, tflops, as the source printed them.
     const std::filesystem::path path =
-        std::filesystem::path(FA2_SOURCE_DIR) / "step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv";
+        std::filesystem::path(fa2::testing::source_dir()) / "step07_benchmark/results/quoted/sdpa_h200_2026-11-29.csv";
     std::ifstream file(path);
     REQUIRE_MESSAGE(file.good(), "cannot read ", path.string());
     std::map<std::string, const QuotedSeries*> series = {

@@ -169,7 +169,7 @@ TEST_SUITE("variants") {
   }
 
   TEST_CASE("step07's README shows the variants table exactly as the code has it") {
-    std::ifstream in(std::string(FA2_SOURCE_DIR) + "/step07_benchmark/README.md");
+    std::ifstream in(std::string(fa2::testing::source_dir()) + "/step07_benchmark/README.md");
     REQUIRE(in);
     std::stringstream text;
     text << in.rdbuf();
