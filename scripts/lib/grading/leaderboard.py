@@ -52,7 +52,6 @@ COLUMNS = [
     "checked_calls", "timed_calls", "sample_rows", "atol", "rtol", "seed",
     "status", "reason", "notes", "date", "grader_commit", "submission",
 ]
-STATUSES = ("ranked", "rejected", "error")
 
 
 class LeaderboardError(Exception):
@@ -286,18 +285,34 @@ def sync_repository(src: Path) -> None:
             path.rmdir()
 
 
-def fill_file(rel: str, level: str, submitted: list[dict], steps: set[str], src: Path) -> list[str]:
+def region_kind(begin: str) -> tuple[str, str]:
+    """(step, level) of a BEGIN line."""
+    found = kit.CODE_BEGIN.match(begin.strip())
+    return (found.group("step"), found.group("level") or "guided") if found else ("", "")
+
+
+def fill_file(rel: str, level: str, submitted: list[dict], steps: set[str], src: Path) -> tuple[list[str], list[str]]:
     """Writes `rel` into src with the student's bodies for the regions of `steps` (the others keep
-    the solution), with kit.parse and kit.fill, as the grader does."""
+    the solution), with kit.parse and kit.fill, as the grader does. Returns (notes, missing): when
+    the submission's BEGIN lines differ from this repository's (a kit made before the markers'
+    wording changed) but its regions are the same steps and levels in the same order, the bodies
+    are matched by position and a note says so; `missing` lists the regions that got no body."""
     nodes = kit.parse((ROOT / rel).read_text(encoding="utf-8"), rel)
-    bodies = []
-    for region in submitted:
-        found = STEP_OF_BEGIN.search(region["begin"])
-        if found and found.group(1) in steps:
-            bodies.append((region["begin"], region["body"].splitlines(keepends=True)))
+    wanted = [r for r in kit.applied_regions(nodes, level) if r.step in steps]
+    mine = [r for r in submitted if region_kind(r["begin"])[0] in steps]
+    notes = []
+    keys = {r.key for r in wanted}
+    if (any(r["begin"].strip() not in keys for r in mine) and len(mine) == len(wanted)
+            and [region_kind(r["begin"]) for r in mine] == [(r.step, r.level) for r in wanted]):
+        mine = [{"begin": w.key, "body": r["body"]} for r, w in zip(mine, wanted)]
+        notes.append(f"{rel}: the submission's BEGIN lines differ from this repository's; its "
+                     f"{len(mine)} region(s) were matched by position (same steps and levels, same order)")
+    bodies = [(r["begin"], r["body"].splitlines(keepends=True)) for r in mine]
     lines, warnings = kit.fill(nodes, level, bodies, steps)
     write_if_changed(src / rel, "".join(lines).encode("utf-8"))
-    return [f"{rel}: {w}" for w in warnings]
+    missing = [w for w in warnings if "no body submitted" in w]
+    notes += [f"{rel}: {w}" for w in warnings if w not in missing]
+    return notes, [f"{rel}: {w.replace(': graded as its TODO', '')}" for w in missing]
 
 
 def unfinished(regions: dict, rel: str, steps: set[str]) -> list[str]:
@@ -354,14 +369,18 @@ def entry(args: argparse.Namespace) -> int:
     run = settings(args, config)
     if args.solution:
         # The repository's own regions: the reference row an instructor ranks students against.
-        level, regions, submission_label = "solution", {}, "(this repository)"
+        level, regions, submission_label, kit_commit = "solution", {}, "(this repository)", ""
         student = args.student if args.student is not None else "solution"
     else:
         submission = Path(args.paths[0])
         if not submission.exists():
             raise UsageError(f"SUBMISSION: {submission} does not exist")
         manifest, regions, _ = kit.read_submission(submission)
-        level, submission_label = manifest["level"], submission.name
+        level = manifest["level"]
+        folder = submission.resolve()
+        submission_label = (f"{folder.parent.name}/{folder.name}" if submission.is_dir() and folder.name == "submission"
+                            else submission.name)
+        kit_commit = manifest.get("kit_commit", "")
         student = args.student if args.student is not None else student_name(submission)
     if not student.strip() or any(ch in student for ch in "\r\n"):
         raise UsageError(f"--student: {student!r} must be a non-empty name on one line")
@@ -396,7 +415,7 @@ def entry(args: argparse.Namespace) -> int:
         return finish(csv_path, row)
 
     try:
-        measure(args, run, row, regions, level, preset, steps_of)
+        measure(args, run, row, regions, level, preset, steps_of, kit_commit)
     except LeaderboardError as error:
         row.update(status="error", reason=str(error))
         finish(csv_path, row)
@@ -405,7 +424,7 @@ def entry(args: argparse.Namespace) -> int:
 
 
 def measure(args: argparse.Namespace, run: dict, row: dict, regions: dict, level: str, preset: str,
-            steps_of: list[tuple[str, set[str]]]) -> None:
+            steps_of: list[tuple[str, set[str]]], kit_commit: str) -> None:
     """Builds the student's tree, runs step07_leaderboard on it and fills the row's measured
     columns and status. Raises LeaderboardError for what goes wrong on the grader's side."""
     kernel = args.kernel
@@ -421,11 +440,18 @@ def measure(args: argparse.Namespace, run: dict, row: dict, regions: dict, level
     log(f"{PROG}: {row['student']} ({level} kit), {row['kernel']}, on the {'host path' if args.host else 'GPU'}; "
         f"building in {src} (preset {preset})")
     sync_repository(src)
-    warnings = []
+    notes, missing = [], []
     for rel, steps in steps_of if level != "solution" else []:
-        warnings += fill_file(rel, level, regions.get(rel, []), steps, src)
-    for warning in warnings:
-        log(f"  note: {warning}")
+        file_notes, file_missing = fill_file(rel, level, regions.get(rel, []), steps, src)
+        notes += file_notes
+        missing += file_missing
+    for note in notes:
+        log(f"  note: {note}")
+    if notes:
+        row["notes"] = "; ".join([n for n in (row.get("notes", ""),) if n] + notes)
+    if missing:
+        raise LeaderboardError("the submission's regions do not match this repository's (was its kit made from "
+                               f"another version, commit {kit_commit or 'unknown'}?): " + "; ".join(missing))
 
     env = dict(os.environ)
     env.setdefault("CCACHE_BASEDIR", str(work))
