@@ -6,6 +6,7 @@
 # root or user namespaces.
 #   .ci/without_cuda.sh <command> [args...]
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 [ $# -ge 1 ] || { echo "usage: .ci/without_cuda.sh <command> [args...]" >&2; exit 2; }
 
 if [ "${FA2_CUDA_HIDDEN:-}" != 1 ]; then

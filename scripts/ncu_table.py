@@ -63,6 +63,9 @@ def number(text):
 
 
 def main():
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
     if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
         sys.exit("usage: ncu_table.py DIR (the folder of STEP_dD.csv files)")
     files = sorted(pathlib.Path(sys.argv[1]).glob("*_d*.csv"), key=lambda p: step_key(p.stem))

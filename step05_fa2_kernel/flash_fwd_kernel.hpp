@@ -43,7 +43,7 @@ struct FlashFwdKernel {
 
   template <class Program>
   FA2_HOST_DEVICE void operator()(const Program& prog, const Params& p) const {
-    // BEGIN SOLUTION step05 full: the whole program: tile pointers, Q_i, the loop over key tiles, O and L uses(prog, p)
+    // BEGIN SOLUTION step05 full: the whole program: the tile pointers of Q, K, V, O and L for this program's query tile and batch element (K and V those of its kv head, batch / kv_group), the running state in float32, then everything the standard level asks: Q_i; the window's key tiles; K_j and V_j behind a barrier; -1e6 for keys past N_k, outside the window or after the query with the causal mask; the online softmax and O_acc with P cast to V's dtype; O = O_acc / l_i and L = m_i + log(l_i), but O = 0 and L = +inf for a row that sees no key; O in O's dtype, L in float32, rows past N_q never written uses(prog, p)
     auto& smem = prog.template shared<Shared>();
     const index_t query_tile_index = prog.program_id(0);
     const index_t batch_index = prog.program_id(1);
@@ -72,7 +72,7 @@ struct FlashFwdKernel {
     auto l_i = RowVec<float, Scores>::filled(0.0f);                                     // (Q_TILE,)
     auto m_i = RowVec<float, Scores>::filled(-std::numeric_limits<float>::infinity());  // (Q_TILE,)
 
-    // BEGIN SOLUTION step05 standard: Q_i, then for each key tile K_j and V_j in shared memory, S_ij, the masks, the online softmax and O_acc; then O_i and L_i stored in the dtypes of O and L uses(prog, p, smem, Q_ptr, K_ptr, V_ptr, O_ptr, L_ptr, O_acc, l_i, m_i, query_tile_index)
+    // BEGIN SOLUTION step05 standard: Q_i in shared memory; the key tiles this query tile sees (with a window only those from the tile holding key q_first - left to the one holding q_last + right, K_ptr and V_ptr moved to the first; without one every tile); for each, K_j and V_j in shared memory behind a barrier, S_ij, then -1e6 wherever a key is past N_k, outside the window or, with the causal mask, after its query (top-left: key k <= query q); the online softmax (m_i, P_ij, alpha, l_i) and O_acc, with P cast to V's dtype before the second product; then O_i = O_acc / l_i and L_i = m_i + log(l_i), but O = 0 and L = +inf for a row that sees no key; O stored in O's dtype and L in float32, rows past N_q never written uses(prog, p, smem, Q_ptr, K_ptr, V_ptr, O_ptr, L_ptr, O_acc, l_i, m_i, query_tile_index)
     load(prog, Q_ptr, smem.Q_i, boundary_check<0, 1>, Padding::zero);
     const auto q_pos = row_positions<Scores>(prog, query_tile_index * Q_TILE);  // (Q_TILE, 1)
 

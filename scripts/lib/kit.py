@@ -601,6 +601,30 @@ def find_leaks(root: Path, kit: Path, level: str, run: int = LEAK_RUN, shortest:
     return leaks
 
 
+# ---- the kit's links ----------------------------------------------------------------------
+
+MD_LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+MD_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.S | re.M)
+
+
+def broken_links(kit: Path) -> list[str]:
+    """"FILE:LINE: TARGET" for every relative link of the kit's Markdown (code blocks aside) whose
+    file is not in the kit: a student would follow it to nothing (INSTRUCTOR.md, say)."""
+    found = []
+    for rel in kit_files(kit):
+        if not is_markdown(rel):
+            continue
+        text = read_text(kit / rel) or ""
+        text = MD_FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+        for m in MD_LINK.finditer(text):
+            target = m.group("target").split("#")[0]
+            if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
+                continue
+            if not (kit / rel).parent.joinpath(target).exists():
+                found.append(f"{rel}:{text.count(chr(10), 0, m.start()) + 1}: {m.group('target')}")
+    return found
+
+
 # ---- a student's submission ---------------------------------------------------------------
 
 SUBMISSION_LIMIT = 8 << 20  # bytes of answers and measurements together
@@ -760,6 +784,14 @@ def main(argv: list[str]) -> int:
                         print(f"  {leak}", file=sys.stderr)
                     return 1
                 print(f"leak check: no run of {LEAK_RUN} solution tokens anywhere in the kit")
+            broken = broken_links(Path(os.path.realpath(args.out)))
+            if broken:
+                print(f"{args.name or 'kit.py generate'}: {len(broken)} link(s) of the kit's Markdown lead to "
+                      "files the kit does not hold:", file=sys.stderr)
+                for link in broken:
+                    print(f"  {link}", file=sys.stderr)
+                return 1
+            print("link check: every link of the kit's Markdown leads to a file of the kit")
         elif args.command == "restore":
             kit = Path(args.kit).resolve()
             if (root / MARKER_FILE).exists():

@@ -145,6 +145,19 @@ class KitOnDisk(unittest.TestCase):
             with self.assertRaisesRegex(kit.KitError, "not a submission archive"):
                 kit.make_submission(out, Path(tmp) / "other.tar.gz", None, None, code_only=True)
 
+    def test_a_link_to_a_file_the_kit_leaves_out_is_found(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            root, out = Path(tmp) / "repo", Path(tmp) / "kit"
+            self.make_repo(root, {"scripts/lib/instructor_only.txt": "SECRET.md\n", "SECRET.md": "# answers\n",
+                                  "step05/README.md": ("See [the kernel](kernel.cpp), [the top](../README.md#a), "
+                                                       "[the web](https://example.org) and [the key](../SECRET.md).\n"
+                                                       "```\n[in a code block](../SECRET.md)\n```\n")})
+            kit.generate(root, out, "guided", quiet=True)
+            self.assertFalse((out / "SECRET.md").exists())
+            self.assertEqual(kit.broken_links(out), ["step05/README.md:1: ../SECRET.md"])
+            (out / "SECRET.md").write_text("# now here\n")
+            self.assertEqual(kit.broken_links(out), [])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

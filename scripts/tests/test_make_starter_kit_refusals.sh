@@ -6,6 +6,7 @@
 # removes only what the generator wrote.
 #   scripts/tests/test_make_starter_kit_refusals.sh <work dir>
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 [ $# -eq 1 ] || { echo "usage: $0 <work dir>" >&2; exit 2; }
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 mkdir -p "$1"

@@ -28,6 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 VIEWER = ROOT / "common" / "viewer" / "trace_viewer.html"
 TRACES = ROOT / "common" / "viewer" / "traces"
 
+if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):  # the usage, with or without selenium
+    print(__doc__)
+    sys.exit(0)
+
 try:
     from selenium import webdriver
     from selenium.common.exceptions import WebDriverException

@@ -5,6 +5,7 @@
 # translation unit a student's submission does not change: a student's run then rebuilds only
 # their own files.
 set -euo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 source_dir="${AUTOGRADER_ROOT:-/autograder}/source"
 cd "$source_dir"
 export DEBIAN_FRONTEND=noninteractive
