@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# The autograder, tested the way an instructor uses it (CI runs this): on a standard starter kit
-#   1. solved (the kit with the solutions put back), packed by make_submission.sh: full marks;
+# The autograder, tested the way an instructor uses it (CI runs this). On a standard starter kit:
+#   1. solved (the kit with the solutions put back), packed by make_submission.sh: full marks on
+#      every part and idea;
 #   2. unsolved, as students get it: zero on every coding part;
-#   3. solved, then the article's bug 1 planted in step 5's region and one test file of step 1
-#      deleted by the student: partial marks, the bug-1 catchers named among the failing tests,
-#      and the deleted test still run (and passed, since step 1 is right);
+#   3. solved, then bugs planted as students make them, one per part: step 1's rescale, step 4's
+#      plain-kernel barrier, step 5's causal mask (pasted into step 6's three variants and step
+#      7's ladder too, as a standard student pastes their step 5); one test file deleted: each bug
+#      costs its part's idea and nothing else (step 2, 6 and 7 keep full marks), the deleted tests
+#      still run from the repository;
+#   4. solved, then step 5's padded-key mask (pasted too) and a region of step 2's backward that
+#      does not compile: the padded-key idea and step 2's backward only, the compiler's message in
+#      the report;
+#   5. the solved submission reformatted two ways: every comment removed, tabs, calls split over
+#      lines; and a comment after every statement (the barrier's included) with comment lines
+#      between them: full marks both;
+#   6. the report and results.json: the seed recorded, the same seed when the same archive is
+#      graded again, hidden tests named only in the instructor's report and after publishing on
+#      Gradescope, the written answers (check 1's answers.md answers Q1 only) counted per question;
 # and the leak check:
-#   4. a copy of this repository with one solution region pasted into a README as text: the kit
+#   7. a copy of this repository with one solution region pasted into a README as text: the kit
 #      generator refuses it, naming the file;
 # and the other two levels:
-#   5. guided and full kits, solved and unsolved: full marks and zero on every part;
+#   8. guided and full kits, solved and unsolved: full marks and zero on every part;
 # and Gradescope's side:
-#   6. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
+#   9. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
 #      run on the solved submission: results.json with full marks.
 #   scripts/tests/test_grading.sh <work dir>
 # Ends with one line per check ("grading: PASS ..."); exits non-zero when any fails.
@@ -21,6 +33,7 @@ case "${1:-}" in -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 mkdir -p "$1"
 work="$(cd "$1" && pwd -P)"
+cases="$root/scripts/tests/grading_cases.py"
 summary=()
 status=0
 check() {  # check <name> <condition command...>
@@ -29,13 +42,29 @@ check() {  # check <name> <condition command...>
   if "$@"; then summary+=("grading: PASS $name"); else summary+=("grading: FAIL $name"); status=1; fi
 }
 score_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["score"])' "$1"; }
-# parts <grade dir> <python condition on p (a part's summary) and key>: true when every part meets it
+# parts <grade dir> <python condition on p (a part's summary), key, lost (the ideas that lost points)>:
+# true when every part meets it; prints the parts that do not
 parts() {
   python3 - "$1/summary.json" "$2" << 'PY'
 import json, sys
 parts = json.load(open(sys.argv[1]))["parts"]
-sys.exit(not all(eval(sys.argv[2], {}, {"p": p, "key": key}) for key, p in parts.items()))
+bad = []
+for key, p in parts.items():
+    lost = sorted(k for k, i in p["ideas"].items() if i["score"] < i["max_score"] - 1e-9)
+    if not eval(sys.argv[2], {}, {"p": p, "key": key, "lost": lost}):
+        bad.append(f"{key}: {p['score']}/{p['max_score']}, ideas that lost points: {lost}")
+print("\n".join("  not as expected: " + b for b in bad))
+sys.exit(1 if bad else 0)
 PY
+}
+full_marks='lost == [] and p["passed"] == p["tests"] > 0'
+grade() {  # grade <archive> <out dir name>
+  "$root/scripts/grade.sh" "$1" "$work/$2" > "$work/$2.log" 2>&1
+  tail -n 11 "$work/$2.log"
+}
+pack() {  # pack <kit> <archive>
+  rm -f -- "$2"
+  (cd "$1" && scripts/make_submission.sh --code-only "$2")
 }
 
 kit="$work/kit"
@@ -46,58 +75,112 @@ rm -rf -- "$kit" "$solved" "$work"/*.tar.gz
 "$root/scripts/restore_solutions.sh" "$solved" > /dev/null
 
 echo "== 1. the solved kit gets full marks"
-(cd "$solved" && scripts/make_submission.sh --code-only "$work/solved.tar.gz")
-"$root/scripts/grade.sh" "$work/solved.tar.gz" "$work/grade-solved" > "$work/grade-solved.log" 2>&1
-tail -n 12 "$work/grade-solved.log"
-full() { parts "$work/grade-solved" 'p["passed"] == p["tests"] > 0 and abs(p["score"] - p["max_score"]) < 1e-6'; }
-check "solved standard kit: $(score_of "$work/grade-solved/results.json" 2> /dev/null) / 60" full
-
-echo "== 2. the unsolved kit gets zero on every coding part"
-(cd "$kit" && scripts/make_submission.sh --code-only "$work/unsolved.tar.gz")
-"$root/scripts/grade.sh" "$work/unsolved.tar.gz" "$work/grade-unsolved" > "$work/grade-unsolved.log" 2>&1
-tail -n 12 "$work/grade-unsolved.log"
-zero_everywhere() { parts "$work/grade-unsolved" 'p["passed"] == 0 and p["score"] == 0'; }
-check "unsolved standard kit: $(score_of "$work/grade-unsolved/results.json" 2> /dev/null) / 60, every part 0" zero_everywhere
-
-echo "== 3. bug 1 planted in step 5, a test file deleted: partial marks"
-planted="$work/kit-bug1"
-rm -rf -- "$planted"
-cp -r "$solved" "$planted"
-python3 - "$planted/step05_fa2_kernel/flash_fwd_kernel.hpp" << 'PY'
+# Its answers.md answers Q1 only: check 6 reads what the report says of the answers.
+python3 - "$solved/answers.md" << 'PY'
 import sys
 path = sys.argv[1]
 text = open(path).read()
-fixed = ("      const auto P_ij_v = P_ij.template to<T>();  // keep the cast: to<T>() returns a new tile\n"
-         "      O_acc = dot(prog, P_ij_v, smem.V_j, alpha * O_acc, smem.stage);\n")
-buggy = ("      P_ij.template to<T>();  // cast P to V's dtype before the dot\n"
-         "      O_acc = dot(prog, P_ij, smem.V_j, alpha * O_acc, smem.stage);\n")
-assert text.count(fixed) == 1, "the line to plant bug 1 in is not in step 5's kernel"
-open(path, "w").write(text.replace(fixed, buggy))
+text = text.replace("## Q1\n\n_Your answer._", "## Q1\n\nThe first rescale factor is exp(0 - 2), so l comes out as 1 + exp(-3).", 1)
+open(path, "w").write(text)
 PY
+rm -f -- "$work/solved.tar.gz"
+(cd "$solved" && scripts/make_submission.sh "$work/solved.tar.gz")
+grade "$work/solved.tar.gz" grade-solved
+full() { parts "$work/grade-solved" "$full_marks"; }
+check "solved standard kit: $(score_of "$work/grade-solved/results.json" 2> /dev/null) / 60, every part and idea full" full
+
+echo "== 2. the unsolved kit gets zero on every coding part"
+pack "$kit" "$work/unsolved.tar.gz"
+grade "$work/unsolved.tar.gz" grade-unsolved
+zero_everywhere() { parts "$work/grade-unsolved" 'p["passed"] == 0 and p["score"] == 0'; }
+check "unsolved standard kit: $(score_of "$work/grade-unsolved/results.json" 2> /dev/null) / 60, every part 0" zero_everywhere
+
+echo "== 3. bugs planted in steps 1, 4 and 5 (step 5's pasted into steps 6 and 7), a test file deleted"
+planted="$work/kit-bugs"
+rm -rf -- "$planted"
+cp -r "$solved" "$planted"
+python3 "$cases" plant "$planted" rescale barrier causal
 rm "$planted/step01_online_softmax/tests/test_online_softmax.cpp"
-(cd "$planted" && scripts/make_submission.sh --code-only "$work/bug1.tar.gz")
-"$root/scripts/grade.sh" "$work/bug1.tar.gz" "$work/grade-bug1" > "$work/grade-bug1.log" 2>&1
-tail -n 12 "$work/grade-bug1.log"
-bug1_score="$(score_of "$work/grade-bug1/results.json" 2> /dev/null)"
-partial() { python3 -c 'import sys; s = float(sys.argv[1]); sys.exit(not 0 < s < 60)' "${bug1_score:-0}"; }
-check "bug 1 planted: partial marks, $bug1_score / 60" partial
-step05_zero() { parts "$work/grade-bug1" 'key != "step05_forward" or p["passed"] == 0'; }
-check "bug 1 planted: step 5's forward does not compile in bfloat16, so it scores 0" step05_zero
-bug1_named() { grep -q 'bug 1 catcher' "$work/grade-bug1/report.md" && grep -q 'dot: both operands must have the same element type' "$work/grade-bug1/report.md"; }
-check "bug 1 planted: the report names the bug-1 catchers and the compiler's message" bug1_named
+pack "$planted" "$work/bugs.tar.gz"
+grade "$work/bugs.tar.gz" grade-bugs
+each_bug_costs_its_idea() {
+  parts "$work/grade-bugs" '(key == "step01" and lost == ["update"]) or (key == "step04" and lost == ["plain_barriers"]) or
+    (key == "step05_forward" and lost == ["causal"]) or (key not in ("step01", "step04", "step05_forward") and lost == [])'
+}
+check "three bugs planted: each costs its own part's idea only, $(score_of "$work/grade-bugs/results.json" 2> /dev/null) / 60" each_bug_costs_its_idea
 deleted_test_ran() {
-  python3 - "$work/grade-bug1/results.json" << 'PY'
+  python3 - "$work/grade-bugs/all_tests.json" << 'PY'
 import json, sys
-tests = json.load(open(sys.argv[1]))["tests"]
-ran = [t for t in tests if t["name"].startswith("Step 1:") and "online softmax" in t["name"]]
-sys.exit(not ran or not all(t["score"] == t["max_score"] for t in ran))
+tests = json.load(open(sys.argv[1]))
+ran = [n for n, t in tests.items() if "step01" in t["labels"] and n.startswith("masked scores of minus infinity")]
+sys.exit(not ran)
 PY
 }
-check "the deleted step 1 test file still ran from the repository, and passed" deleted_test_ran
-other_parts_full() { parts "$work/grade-bug1" 'key == "step05_forward" or p["passed"] == p["tests"]'; }
-check "bug 1 costs step 5's forward only: every other part keeps full marks" other_parts_full
+check "the deleted step 1 test file still ran from the repository" deleted_test_ran
+rebase_noted() { grep -q 'graded as the reference step05_fa2_kernel/flash_fwd_kernel.hpp with your edit' "$work/grade-bugs/report.md"; }
+check "the report says how the pasted regions were graded" rebase_noted
 
-echo "== 4. a planted leak stops the generator"
+echo "== 4. step 5's padded-key mask planted (and pasted), step 2's backward does not compile"
+planted="$work/kit-bugs2"
+rm -rf -- "$planted"
+cp -r "$solved" "$planted"
+python3 "$cases" plant "$planted" padded compile
+pack "$planted" "$work/bugs2.tar.gz"
+grade "$work/bugs2.tar.gz" grade-bugs2
+padded_and_compile() {
+  parts "$work/grade-bugs2" '(key == "step05_forward" and lost == ["padded"]) or (key == "step02_backward" and p["score"] == 0) or
+    (key not in ("step05_forward", "step02_backward") and lost == [])'
+}
+check "padded-key mask costs its idea, a compile error its part, nothing else: $(score_of "$work/grade-bugs2/results.json" 2> /dev/null) / 60" padded_and_compile
+compiler_named() { grep -q 'a_name_nobody_declared' "$work/grade-bugs2/report.md"; }
+check "the report quotes the compiler's error" compiler_named
+
+echo "== 5. correct code, reformatted, gets full marks"
+for style in bare chatty; do
+  python3 "$cases" reformat "$work/solved.tar.gz" "$work/solved-$style.tar.gz" "$style"
+  grade "$work/solved-$style.tar.gz" "grade-$style"
+  style_full() { parts "$work/grade-$style" "$full_marks"; }
+  check "the solved submission reformatted '$style': $(score_of "$work/grade-$style/results.json" 2> /dev/null) / 60, every part and idea full" style_full
+done
+
+echo "== 6. seeds, hidden tests and answers"
+seed_recorded() {
+  python3 - "$work" << 'PY'
+import json, sys
+w = sys.argv[1]
+a, b = (json.load(open(f"{w}/{d}/summary.json"))["seed"] for d in ("grade-solved", "grade-bugs"))
+report = open(f"{w}/grade-solved/report.md").read()
+sys.exit(not (isinstance(a, int) and a != b and f"FA2_SEED={a}" in report))
+PY
+}
+check "each grading records its seed, derived from the submission" seed_recorded
+"$root/scripts/grade.sh" "$work/solved.tar.gz" "$work/grade-solved-again" > "$work/grade-solved-again.log" 2>&1
+same_seed() {
+  python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); sys.exit(a["seed"] != b["seed"] or a["score"] != b["score"])' \
+    "$work/grade-solved/summary.json" "$work/grade-solved-again/summary.json"
+}
+check "a regrade of the same archive uses the same seed and gives the same score" same_seed
+hidden_kept_back() {
+  python3 - "$work/grade-bugs" << 'PY'
+import json, re, sys
+d = sys.argv[1]
+results = json.load(open(f"{d}/results.json"))["tests"]
+hidden = [t for t in results if "hidden test:" in t["name"]]
+student, instructor = open(f"{d}/report.md").read(), open(f"{d}/report_instructor.md").read()
+names = [t["name"].split("hidden test: ", 1)[1] for t in hidden]
+ok = hidden and all(t["visibility"] == "after_published" and t["max_score"] == 0 for t in hidden)
+ok = ok and all(n in instructor and n not in student for n in names) and "a hidden test" in student
+sys.exit(not ok)
+PY
+}
+check "hidden tests: named in report_instructor.md and, after publishing, on Gradescope; not in report.md" hidden_kept_back
+answers_counted() {
+  python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["answers"]; sys.exit(not (a["present"] and a["answered"] == 1 and "Q2" in a["missing"] and "Q1" not in a["missing"]))' \
+    "$work/grade-solved/summary.json" && grep -q "1 of .* required questions answered" "$work/grade-solved/report.md"
+}
+check "answers.md: each question's section counted, the unanswered ones named" answers_counted
+
+echo "== 7. a planted leak stops the generator"
 copy="$work/leaky-repo"
 rm -rf -- "$copy"
 mkdir -p "$copy"
@@ -118,24 +201,24 @@ else
 fi
 grep 'README.md' "$work/leak.log" | head -n 2
 
-echo "== 5. the guided and full kits, solved and unsolved"
+echo "== 8. the guided and full kits, solved and unsolved"
 for level in guided full; do
   rm -rf -- "$work/kit-$level" "$work/kit-$level-solved" "$work/$level"-*.tar.gz
   "$root/scripts/make_starter_kit.sh" --level "$level" "$work/kit-$level" > /dev/null
   "$root/scripts/make_starter_kit.sh" --level "$level" "$work/kit-$level-solved" > /dev/null
   "$root/scripts/restore_solutions.sh" "$work/kit-$level-solved" > /dev/null
-  (cd "$work/kit-$level" && scripts/make_submission.sh --code-only "$work/$level-unsolved.tar.gz")
-  (cd "$work/kit-$level-solved" && scripts/make_submission.sh --code-only "$work/$level-solved.tar.gz")
-  "$root/scripts/grade.sh" "$work/$level-solved.tar.gz" "$work/grade-$level-solved" > "$work/grade-$level-solved.log" 2>&1
-  "$root/scripts/grade.sh" "$work/$level-unsolved.tar.gz" "$work/grade-$level-unsolved" > "$work/grade-$level-unsolved.log" 2>&1
+  pack "$work/kit-$level" "$work/$level-unsolved.tar.gz"
+  pack "$work/kit-$level-solved" "$work/$level-solved.tar.gz"
+  grade "$work/$level-solved.tar.gz" "grade-$level-solved" > /dev/null
+  grade "$work/$level-unsolved.tar.gz" "grade-$level-unsolved" > /dev/null
   tail -n 1 "$work/grade-$level-solved.log" "$work/grade-$level-unsolved.log"
-  level_full() { parts "$work/grade-$level-solved" 'p["passed"] == p["tests"] > 0 and abs(p["score"] - p["max_score"]) < 1e-6'; }
+  level_full() { parts "$work/grade-$level-solved" "$full_marks"; }
   level_zero() { parts "$work/grade-$level-unsolved" 'p["passed"] == 0 and p["score"] == 0'; }
-  check "$level kit: solved $(score_of "$work/grade-$level-solved/results.json" 2> /dev/null) / 60, every part full" level_full
+  check "$level kit: solved $(score_of "$work/grade-$level-solved/results.json" 2> /dev/null) / 60, every part and idea full" level_full
   check "$level kit: unsolved $(score_of "$work/grade-$level-unsolved/results.json" 2> /dev/null) / 60, every part 0" level_zero
 done
 
-echo "== 6. Gradescope: the autograder zip and its run_autograder"
+echo "== 9. Gradescope: the autograder zip and its run_autograder"
 fake="$work/gradescope"
 rm -rf -- "$fake" "$work/autograder.zip"
 mkdir -p "$fake/source" "$fake/submission"
