@@ -1,6 +1,7 @@
 // What the leaderboard times: a student's step 5 kernel, or one rung of step 7's ladder built from
 // their code; how the host path calls it; and the checker's two self-tests, which wrap an entry
 // so that it cheats in a known way (step07_leaderboard --self-test=replay|unwritten).
+//   build/cpu-only/step07_benchmark/leaderboard/step07_leaderboard --host --kernel=v4 --self-test=replay
 #pragma once
 
 #include <cstddef>

@@ -437,7 +437,8 @@ def measure(args: argparse.Namespace, run: dict, row: dict, regions: dict, level
         if stale.is_file():
             stale.unlink()  # the last run's, written by this script
     started = time.time()
-    log(f"{PROG}: {row['student']} ({level} kit), {row['kernel']}, on the {'host path' if args.host else 'GPU'}; "
+    origin = "this repository" if level == "solution" else f"{level} kit"
+    log(f"{PROG}: {row['student']} ({origin}), {row['kernel']}, on the {'host path' if args.host else 'GPU'}; "
         f"building in {src} (preset {preset})")
     sync_repository(src)
     notes, missing = [], []
@@ -493,7 +494,8 @@ def measure(args: argparse.Namespace, run: dict, row: dict, regions: dict, level
         row.update(status="rejected", reason=f"did not finish within {args.timeout:g} s (--timeout)")
         return
     if code != 0 or not result.is_file():
-        tail = (logs / "run.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
+        output = (logs / "run.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()
+        tail = [line for line in output if not line.startswith("$ ")][-2:]
         raise LeaderboardError(f"step07_leaderboard exited with {code}: " + " | ".join(tail))
     try:
         measured = json.loads(result.read_text(encoding="utf-8"))
