@@ -51,7 +51,7 @@ parts = json.load(open(sys.argv[1]))["parts"]
 bad = []
 for key, p in parts.items():
     lost = sorted(k for k, i in p["ideas"].items() if i["score"] < i["max_score"] - 1e-9)
-    if not eval(sys.argv[2], {}, {"p": p, "key": key, "lost": lost}):
+    if not eval("(" + sys.argv[2] + ")", {}, {"p": p, "key": key, "lost": lost}):
         bad.append(f"{key}: {p['score']}/{p['max_score']}, ideas that lost points: {lost}")
 print("\n".join("  not as expected: " + b for b in bad))
 sys.exit(1 if bad else 0)
