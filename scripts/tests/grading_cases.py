@@ -45,10 +45,10 @@ COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\
 
 def plant(kit: Path, bugs: list[str]) -> None:
     for bug in bugs:
-        if bug == "compile":  # a line that cannot compile, first in step 2's backward region
+        if bug == "compile":  # a line that cannot compile, first in step 2's backward region (standard)
             path = kit / "step02_tiled_cpu/tiled_backward.cpp"
             lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-            at = next(i for i, line in enumerate(lines) if "// BEGIN SOLUTION step02" in line)
+            at = next(i for i, line in enumerate(lines) if "// BEGIN SOLUTION step02 standard" in line)
             path.write_text("".join(lines[:at + 1] + [COMPILE_ERROR] + lines[at + 1:]), encoding="utf-8")
             continue
         files, old, new, at_least = BUGS[bug]

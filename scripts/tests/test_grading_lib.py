@@ -46,15 +46,25 @@ class Rebase(unittest.TestCase):
         mine = BASE.replace("exp(S - m)", "exp(S - m_i)")
         self.assertEqual(rebase.rebase(mine, mine, BASE), BASE)
 
-    def test_where_the_students_code_differs_around_a_change_their_stretch_is_taken(self):
-        mine = BASE.replace("exp(S - m)", "exp(S - m_i)")  # their own name, next to their edit
-        theirs = mine.replace("exp(S - m_i)", "exp(S - m_i * 2)")
+    def test_where_the_students_code_differs_at_their_change_their_text_is_taken(self):
+        mine = BASE.replace("exp(S - m)", "exp(S - m_i)")  # their own name...
+        theirs = mine.replace("exp(S - m_i)", "exp(S - m_i2)")  # ... which their edit changes again
         out = rebase.rebase(mine, theirs, BASE)
-        self.assertIn("exp(S - m_i * 2)", out)
+        self.assertIn("exp(S - m_i2)", out)
         self.assertIn("k_pos <= q_pos", out)
-        # An edit away from it leaves the reference's text there.
-        far = mine.replace("store(O.to<T>())", "store(O)")
-        self.assertIn("exp(S - m)", rebase.rebase(mine, far, BASE))
+        # A change next to their own name, not on it, goes onto the reference's text; an edit away
+        # from it leaves the reference's text there.
+        self.assertIn("exp(S - m * 2)", rebase.rebase(mine, mine.replace("m_i)", "m_i * 2)"), BASE))
+        self.assertIn("exp(S - m)", rebase.rebase(mine, mine.replace("store(O.to<T>())", "store(O)"), BASE))
+
+    def test_their_own_code_inside_a_block_they_restructured_goes_back_to_the_reference(self):
+        # Their step 5 keeps every key; their paste wraps the mask in a condition: the condition
+        # stays, the mask is the reference's.
+        mine = BASE.replace("keep = k_pos <= q_pos;", "keep = true;")
+        theirs = mine.replace("      keep = true;\n", "      if (needs_mask) {\n        keep = true;\n      }\n")
+        out = rebase.rebase(mine, theirs, BASE)
+        self.assertTrue(rebase.same_code(out, BASE.replace("      keep = k_pos <= q_pos;\n",
+                                                           "      if (needs_mask) { keep = k_pos <= q_pos; }\n")), out)
 
     def test_a_todo_stays_a_todo_and_markers_are_dropped(self):
         todo = '      fa2::todo("TODO(step06): plant bug 1", prog);\n'

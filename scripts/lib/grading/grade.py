@@ -216,18 +216,31 @@ def rebased_bodies(part: dict, level: str, rel: str, bodies: list[tuple[str, lis
     return out
 
 
-def part_files(part: dict, level: str, regions: dict, notes: list[str]) -> dict[str, str]:
-    """{file: text} of the part's region files with the student's bodies."""
+def part_files(part: dict, level: str, regions: dict, notes: list[str], as_written: bool = False) -> dict[str, str]:
+    """{file: text} of the part's region files with the student's bodies (re-pasted regions
+    rebased on the reference, unless as_written)."""
     files: dict[str, str] = {}
     for selection in part["regions"]:
         rel = selection["file"]
         steps = set(selection["steps"])
         nodes = kit.parse((ROOT / rel).read_text(encoding="utf-8"), rel)
-        bodies = rebased_bodies(part, level, rel, submitted_bodies(regions, rel, steps), regions, notes)
+        bodies = submitted_bodies(regions, rel, steps)
+        if not as_written:
+            bodies = rebased_bodies(part, level, rel, bodies, regions, notes)
         lines, warnings = kit.fill(nodes, level, bodies, steps)
         files[rel] = "".join(lines)
-        notes += [f"{rel}: {w}" for w in warnings]
+        if not as_written:
+            notes += [f"{rel}: {w}" for w in warnings]
     return files
+
+
+def differs_as_written(part: dict, level: str, regions: dict) -> bool:
+    """Whether rebasing changed the code of one of the part's re-pasted regions: then the part is
+    graded both ways (score)."""
+    if not part.get("rebase"):
+        return False
+    rebased, written = part_files(part, level, regions, []), part_files(part, level, regions, [], as_written=True)
+    return any(not rebase.same_code(rebased[rel], written[rel]) for rel in rebased)
 
 
 def write_if_changed(tree: Path, rel: str, text: str) -> None:
@@ -308,8 +321,9 @@ def derive_seed(regions: dict, salt: str) -> int:
 
 def grade_parts(course: dict, level: str, regions: dict, out: Path, preset: str, jobs: int, env: dict,
                 manifest: dict | None) -> tuple[dict, dict, list[str]]:
-    """Builds and tests each part in turn in one copy of the repository.
-    Returns ({test: result}, {test: labels}, notes on the submission)."""
+    """Builds and tests each part in turn in one copy of the repository (a part that re-pastes
+    step 5 twice when rebasing changed code of the student's: rebased, and as written).
+    Returns ({test: result, "__alternatives__": {part: {test: result}}}, {test: labels}, notes)."""
     src = out / "work" / "src"
     logs = out / "logs"
     src.mkdir(parents=True)
@@ -327,18 +341,17 @@ def grade_parts(course: dict, level: str, regions: dict, out: Path, preset: str,
     results: dict = {}
     listed: dict = {}
     notes: list[str] = []
+    alternatives: dict[str, dict] = {}  # part key -> the results of its regions as written
     reference: dict[str, str] = {}
-    for part in parts_at(course, level):
-        started = time.time()
-        files = part_files(part, level, regions, notes)
-        for rel, text in reference.items():  # the previous part's files back to the reference
+    def one_round(part: dict, files: dict[str, str], tag: str) -> dict:
+        for rel, text in reference.items():  # the previous round's files back to the reference
             if rel not in files:
                 write_if_changed(src, rel, text)
         for rel, text in files.items():
             reference.setdefault(rel, (ROOT / rel).read_text(encoding="utf-8"))
             write_if_changed(src, rel, text)
         targets = [t for t in part["targets"] if t in existing]
-        part_log = logs / f"{part['key']}.build.log"
+        part_log = logs / f"{part['key']}{tag}.build.log"
         code = run(["cmake", "--build", "--preset", preset, "--target", *targets, "--", "-k", "0", f"-j{jobs}"],
                    src, part_log, env, timeout=limits["build_timeout_seconds"])
         build_error = "" if code == 0 else first_errors(part_log.read_text(encoding="utf-8"))
@@ -351,28 +364,75 @@ def grade_parts(course: dict, level: str, regions: dict, out: Path, preset: str,
         numbers = [str(i + 1) for i, (name, _) in enumerate(tests) if name in graded | gpu]
         part_results: dict = {}
         if numbers:
-            selection = out / "work" / f"{part['key']}.tests.txt"
+            selection = out / "work" / f"{part['key']}{tag}.tests.txt"
             selection.write_text("0,0,0," + ",".join(numbers) + "\n")
-            junit = out / "work" / f"{part['key']}.junit.xml"
+            junit = out / "work" / f"{part['key']}{tag}.junit.xml"
             run(["ctest", "-j", str(jobs), "--timeout", str(limits["test_timeout_seconds"]), "--output-junit",
-                 str(junit), "-I", str(selection)], build, logs / f"{part['key']}.ctest.log", env)
+                 str(junit), "-I", str(selection)], build, logs / f"{part['key']}{tag}.ctest.log", env)
             part_results = junit_results(junit)
         for name in graded - part_results.keys():  # its target did not build, or the test is gone
             why = ("did not build:\n" + build_error) if build_error else "not run: the test is not in this build"
             part_results[name] = {"passed": False, "skipped": False, "output": why, "not_run": True}
-        results.update(part_results)
-        results[f"__build__{part['key']}"] = {"passed": not build_error, "output": build_error}
+        part_results[f"__build__{part['key']}"] = {"passed": not build_error, "output": build_error}
+        return part_results
+
+    for part in parts_at(course, level):
+        started = time.time()
+        results.update(one_round(part, part_files(part, level, regions, notes), ""))
+        if differs_as_written(part, level, regions):
+            written = one_round(part, part_files(part, level, regions, [], as_written=True), ".as_written")
+            alternatives[part["key"]] = written
+            notes.append(f"{part['title']}: your pasted regions differ from your step 5 around code of yours that "
+                         "the reference replaces, so the part was also graded as you wrote it; each idea takes the "
+                         "better of the two")
         log(f"  {part['key']}: built and tested in {time.time() - started:.0f} s")
     for rel, text in reference.items():
         write_if_changed(src, rel, text)
+    results["__alternatives__"] = alternatives
     return results, listed, notes
 
 
 # ---- scores ---------------------------------------------------------------------------------
 
 
+def score_ideas(part: dict, level: str, names: list[str], results: dict, listed: dict) -> list[dict]:
+    """A part's ideas, each with its points, tests, failures and the verdict, from one set of results."""
+    by_idea: dict[str, list[str]] = {idea["key"]: [] for idea in part["ideas"]}
+    for name in names:
+        idea = idea_of(part, name)
+        if idea is not None:
+            by_idea[idea["key"]].append(name)
+    failed_ideas: set[str] = set()
+    ideas = []
+    for idea in part["ideas"]:
+        tests = by_idea[idea["key"]]
+        points = idea["points"].get(level, 0)
+        if not tests and points == 0:
+            continue
+        failures = []
+        for name in tests:
+            r = results.get(name) or {"passed": False, "output": "not run", "not_run": True}
+            if not r["passed"]:
+                failures.append({"name": name, "message": failure_message(r["output"]),
+                                 "todo": TODO_MARK in r["output"] or r.get("not_run", False),
+                                 "hidden": HIDDEN_LABEL in listed.get(name, [])})
+        passed = len(tests) - len(failures)
+        excused_by = [need for need in idea.get("needs", []) if need in failed_ideas]
+        excused = bool(failures) and bool(excused_by) and not any(f["todo"] for f in failures)
+        if failures:
+            failed_ideas.add(idea["key"])
+        got = points if (not failures or excused) else points * passed / max(1, len(tests))
+        ideas.append({"key": idea["key"], "title": idea["title"], "points": points, "score": round(got, 2),
+                      "tests": len(tests), "passed": passed, "failures": failures,
+                      "excused_by": excused_by if excused else [], "as_written": False})
+    return ideas
+
+
 def score(course: dict, level: str, results: dict, listed: dict, manifest: dict | None) -> list[dict]:
-    """Per part: its ideas, each with its points, tests, failures and the verdict."""
+    """Per part: its ideas, each with its points, tests, failures and the verdict. A part graded
+    both ways (its re-pasted regions rebased, and as written: grade_parts) takes, per idea, the
+    better of the two."""
+    alternatives = results.get("__alternatives__", {})
     summary = []
     for part in parts_at(course, level):
         key = part["key"]
@@ -380,38 +440,18 @@ def score(course: dict, level: str, results: dict, listed: dict, manifest: dict 
             names = manifest[level][key]
         else:
             names = sorted(n for n, labs in listed.items() if label_match(labs, part["labels"]))
-        by_idea: dict[str, list[str]] = {idea["key"]: [] for idea in part["ideas"]}
-        for name in names:
-            idea = idea_of(part, name)
-            if idea is not None:
-                by_idea[idea["key"]].append(name)
-        failed_ideas: set[str] = set()
-        ideas = []
-        for idea in part["ideas"]:
-            tests = by_idea[idea["key"]]
-            points = idea["points"].get(level, 0)
-            if not tests and points == 0:
-                continue
-            failures = []
-            for name in tests:
-                r = results.get(name) or {"passed": False, "output": "not run", "not_run": True}
-                if not r["passed"]:
-                    failures.append({"name": name, "message": failure_message(r["output"]),
-                                     "todo": TODO_MARK in r["output"] or r.get("not_run", False),
-                                     "hidden": HIDDEN_LABEL in listed.get(name, [])})
-            passed = len(tests) - len(failures)
-            excused_by = [need for need in idea.get("needs", []) if need in failed_ideas]
-            excused = bool(failures) and bool(excused_by) and not any(f["todo"] for f in failures)
-            if failures:
-                failed_ideas.add(idea["key"])
-            got = points if (not failures or excused) else points * passed / max(1, len(tests))
-            ideas.append({"key": idea["key"], "title": idea["title"], "points": points, "score": round(got, 2),
-                          "tests": len(tests), "passed": passed, "failures": failures,
-                          "excused_by": excused_by if excused else []})
+        ideas = score_ideas(part, level, names, results, listed)
+        build_error = results.get(f"__build__{key}", {}).get("output", "")
+        if key in alternatives:
+            written = score_ideas(part, level, names, alternatives[key], listed)
+            for n, (a, b) in enumerate(zip(ideas, written)):
+                if b["score"] > a["score"]:
+                    ideas[n] = dict(b, as_written=True)
+            if any(i["as_written"] for i in ideas):
+                build_error = build_error and alternatives[key].get(f"__build__{key}", {}).get("output", "")
         total = sum(i["score"] for i in ideas)
         summary.append({"key": key, "title": part["title"], "points": part_points(part, level),
-                        "score": round(total, 2), "ideas": ideas,
-                        "build_error": results.get(f"__build__{key}", {}).get("output", "")})
+                        "score": round(total, 2), "ideas": ideas, "build_error": build_error})
     return summary
 
 
@@ -431,7 +471,7 @@ def gpu_results(results: dict, listed: dict) -> dict[str, list[str]]:
 
 def idea_verdict(idea: dict) -> str:
     if not idea["failures"]:
-        return "passed"
+        return "passed" + (" (your pasted code as written)" if idea.get("as_written") else "")
     if idea["excused_by"]:
         return f"not charged: its tests run through {', '.join(idea['excused_by'])}, which failed"
     return f"{idea['passed']} of {idea['tests']} tests passed"
@@ -566,7 +606,7 @@ def grade(submission_path: Path, out: Path, preset: str, jobs: int, seed: int | 
                    for s in summary}}, indent=1), encoding="utf-8")
     (out / "all_tests.json").write_text(json.dumps(
         {name: {"passed": r["passed"], "labels": listed.get(name, [])} for name, r in results.items()
-         if not name.startswith("__build__")}, indent=1), encoding="utf-8")
+         if not name.startswith("__")}, indent=1), encoding="utf-8")
     write_report(out / "report.md", course, info, summary, answers, files, notes, seconds, gpu, show_hidden=False)
     write_report(out / "report_instructor.md", course, info, summary, answers, files, notes, seconds, gpu,
                  show_hidden=True)

@@ -63,77 +63,93 @@ def same_code(a: str, b: str) -> bool:
     return [t.text for t in code_tokens(a)] == [t.text for t in code_tokens(b)]
 
 
-def _equal_map(a: list[str], b: list[str]) -> dict[int, int]:
-    """index in a -> index in b for the tokens that the longest matching blocks pair up."""
-    mapping: dict[int, int] = {}
-    for block in difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks():
-        for k in range(block.size):
-            mapping[block.a + k] = block.b + k
-    return mapping
+def _hunks(a: list[str], b: list[str]) -> list[tuple[int, int, int, int]]:
+    """The changes that turn token list a into b: (i1, i2, j1, j2), a[i1:i2] -> b[j1:j2]."""
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in
+            difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if tag != "equal"]
+
+
+def _overlap(x: tuple[int, int], y: tuple[int, int]) -> bool:
+    """Whether two changes of the same token list touch the same tokens (an insertion overlaps a
+    change around its point, and another insertion at its point)."""
+    (a1, a2), (b1, b2) = x, y
+    if a1 == a2 and b1 == b2:
+        return a1 == b1
+    if a1 == a2:
+        return b1 < a1 < b2
+    if b1 == b2:
+        return a1 < b1 < a2
+    return a1 < b2 and b1 < a2
 
 
 def rebase(mine: str, theirs: str, base: str) -> str:
-    """`base` with the edit that turns `mine` into `theirs` (see the module's docstring).
-    Solution markers are dropped from the result (and from `base` before anything else)."""
+    """`base` with the edit that turns `mine` into `theirs` (see the module's docstring): a
+    three-way merge of token lists. A change of theirs that touches no token where mine differs from
+    base is applied to base; where mine differs from base and theirs kept mine, base's text is
+    taken (the reference, not the student's own step 5); where both touch the same tokens, theirs is
+    taken. Solution markers are dropped from the result (and from `base` before anything else)."""
     if TODO_CALL in theirs:
         return without_markers(theirs)
-    base = without_markers(base)
-    theirs_clean = without_markers(theirs)
-    m_tok, t_tok, b_tok = code_tokens(mine), code_tokens(theirs_clean), code_tokens(base)
+    base, theirs = without_markers(base), without_markers(theirs)
+    m_tok, t_tok, b_tok = code_tokens(mine), code_tokens(theirs), code_tokens(base)
     m_txt, t_txt, b_txt = [t.text for t in m_tok], [t.text for t in t_tok], [t.text for t in b_tok]
-    to_theirs, to_base = _equal_map(m_txt, t_txt), _equal_map(m_txt, b_txt)
-    # Anchors: tokens of mine that the student kept and that the reference has too.
-    anchors = [i for i in range(len(m_txt)) if i in to_theirs and i in to_base]
-    changed = [i for i in range(len(m_txt)) if i not in to_theirs]
-    # Insertions in theirs: tokens of theirs that no token of mine maps to, located by the token of
-    # mine they follow.
-    mapped_theirs = set(to_theirs.values())
-    inserted_after: set[int] = set()
-    previous = -1
-    mine_of = {j: i for i, j in to_theirs.items()}
-    for j in range(len(t_txt)):
-        if j in mapped_theirs:
-            previous = mine_of[j]
+    edits = _hunks(m_txt, t_txt)   # the student's edit
+    carried = _hunks(m_txt, b_txt)  # where their own step 5 differs from the reference
+    # Group the changes of both lists that overlap, transitively, into conflicts.
+    changes = sorted([(i1, i2, "theirs", (j1, j2)) for i1, i2, j1, j2 in edits] +
+                     [(i1, i2, "base", (k1, k2)) for i1, i2, k1, k2 in carried])
+    groups: list[list[tuple]] = []
+    for change in changes:
+        if groups and any(_overlap((c[0], c[1]), (change[0], change[1])) for c in groups[-1]):
+            groups[-1].append(change)
         else:
-            inserted_after.add(previous)
-    # Each change becomes a stretch of mine between two anchors: (left anchor, right anchor), with
-    # -1 and len(mine) for the two ends.
-    def around(i_left: int, i_right: int) -> tuple[int, int]:
-        left = max((a for a in anchors if a <= i_left), default=-1)
-        right = min((a for a in anchors if a >= i_right), default=len(m_txt))
-        return left, right
+            groups.append([change])
+    # Each piece of the result: (source tokens, first, end) in order along mine.
+    pieces: list[tuple[list[Token], str, int, int]] = []
+    to_theirs = {i: j for block in difflib.SequenceMatcher(None, m_txt, t_txt, autojunk=False).get_matching_blocks()
+                 for i, j in zip(range(block.a, block.a + block.size), range(block.b, block.b + block.size))}
+    to_base = {i: k for block in difflib.SequenceMatcher(None, m_txt, b_txt, autojunk=False).get_matching_blocks()
+               for i, k in zip(range(block.a, block.a + block.size), range(block.b, block.b + block.size))}
 
-    stretches = [around(i - 1, i + 1) for i in changed]
-    stretches += [around(i, i + 1) for i in inserted_after]
-    if not stretches:
-        return base
-    stretches.sort()
-    merged: list[list[int]] = []
-    for left, right in stretches:
-        if merged and left < merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], right)
-        else:
-            merged.append([left, right])
+    def theirs_range(i1: int, i2: int) -> tuple[int, int]:
+        """The tokens of theirs between the images of mine's tokens i1 - 1 and i2 (both unchanged)."""
+        left = max((to_theirs[i] for i in range(i1 - 1, -1, -1) if i in to_theirs), default=-1)
+        right = min((to_theirs[i] for i in range(i2, len(m_txt)) if i in to_theirs), default=len(t_txt))
+        return left + 1, right
 
-    def cut(tokens: list[Token], text: str, left: int | None, right: int | None) -> tuple[int, int]:
-        """The offsets between token `left` (its end) and token `right` (its start)."""
-        start = tokens[left].end if left is not None else 0
-        end = tokens[right].start if right is not None else len(text)
-        return start, end
+    def base_range(i1: int, i2: int) -> tuple[int, int]:
+        left = max((to_base[i] for i in range(i1 - 1, -1, -1) if i in to_base), default=-1)
+        right = min((to_base[i] for i in range(i2, len(m_txt)) if i in to_base), default=len(b_txt))
+        return left + 1, right
 
+    position = 0  # in mine
+    for group in groups:
+        g1, g2 = min(c[0] for c in group), max(c[1] for c in group)
+        # Tokens before the group, unchanged in all three: the reference's text.
+        if position < g1:
+            k1, k2 = to_base[position], to_base[g1 - 1] + 1
+            pieces.append((b_tok, base, k1, k2))
+        sources = {c[2] for c in group}
+        if sources == {"base"}:
+            pieces.append((b_tok, base, *base_range(g1, g2)))
+        else:  # the student's edit, alone or where it meets their own step 5's differences
+            pieces.append((t_tok, theirs, *theirs_range(g1, g2)))
+        position = g2
+    if position < len(m_txt):
+        pieces.append((b_tok, base, to_base[position], to_base[len(m_txt) - 1] + 1))
+    if not m_txt:
+        return theirs
     out: list[str] = []
-    position = 0
-    for left, right in merged:
-        b_left = to_base[left] if left >= 0 else None
-        b_right = to_base[right] if right < len(m_txt) else None
-        t_left = to_theirs[left] if left >= 0 else None
-        t_right = to_theirs[right] if right < len(m_txt) else None
-        b_start, b_end = cut(b_tok, base, b_left, b_right)
-        t_start, t_end = cut(t_tok, theirs_clean, t_left, t_right)
-        out.append(base[position:b_start])
-        out.append(theirs_clean[t_start:t_end])
-        position = b_end
-    out.append(base[position:])
+    for n, (tokens, text, first, end) in enumerate(pieces):
+        if first >= end:
+            continue
+        gap_start = tokens[first - 1].end if first > 0 else 0
+        # The whitespace and comments before the piece in its own text (the file's start for the first).
+        out.append(text[gap_start if out else 0:tokens[first].start])
+        out.append(text[tokens[first].start:tokens[end - 1].end])
+    last_tokens, last_text, _, last_end = next(((tk, tx, f, e) for tk, tx, f, e in reversed(pieces) if f < e),
+                                               (b_tok, base, 0, 0))
+    out.append(last_text[last_tokens[last_end - 1].end:] if last_end else "")
     return "".join(out)
 
 
