@@ -351,6 +351,13 @@ def grade_parts(course: dict, level: str, regions: dict, out: Path, preset: str,
             reference.setdefault(rel, (ROOT / rel).read_text(encoding="utf-8"))
             write_if_changed(src, rel, text)
         targets = [t for t in part["targets"] if t in existing]
+        # An earlier round may have built these targets with the reference's code (as what another
+        # part's targets needed): remove them, so that a build that fails now leaves no program to
+        # pass the tests in the student's place.
+        for target in targets:
+            for stale in build.rglob(target):
+                if stale.is_file():
+                    stale.unlink()
         part_log = logs / f"{part['key']}{tag}.build.log"
         code = run(["cmake", "--build", "--preset", preset, "--target", *targets, "--", "-k", "0", f"-j{jobs}"],
                    src, part_log, env, timeout=limits["build_timeout_seconds"])
@@ -373,6 +380,10 @@ def grade_parts(course: dict, level: str, regions: dict, out: Path, preset: str,
         for name in graded - part_results.keys():  # its target did not build, or the test is gone
             why = ("did not build:\n" + build_error) if build_error else "not run: the test is not in this build"
             part_results[name] = {"passed": False, "skipped": False, "output": why, "not_run": True}
+        if build_error:  # code that does not compile: its failures are never excused (score_ideas)
+            for name in graded:
+                if not part_results[name]["passed"]:
+                    part_results[name]["not_run"] = True
         part_results[f"__build__{part['key']}"] = {"passed": not build_error, "output": build_error}
         return part_results
 
