@@ -484,15 +484,19 @@ def idea_verdict(idea: dict) -> str:
     if not idea["failures"]:
         return "passed" + (" (your pasted code as written)" if idea.get("as_written") else "")
     if idea["excused_by"]:
-        return f"not charged: its tests run through {', '.join(idea['excused_by'])}, which failed"
+        names = [k.replace("_", " ") for k in idea["excused_by"]]
+        return f"not charged: its tests run through {', '.join(names)}, which failed"
     return f"{idea['passed']} of {idea['tests']} tests passed"
 
 
-def shown_failure(failure: dict, show_hidden: bool) -> tuple[str, str]:
-    """(name, message) of a failure as this report may show it."""
-    if failure["hidden"] and not show_hidden:
+def shown_failure(failures: list[dict], show_hidden: bool) -> tuple[str, str]:
+    """(name, message) of an idea's first failure as this report may show it: the first failing
+    test the student has, else a hidden one, named only when hidden tests are shown."""
+    visible = [f for f in failures if not f["hidden"]]
+    first = failures[0] if show_hidden or not visible else visible[0]
+    if first["hidden"] and not show_hidden:
         return ("a hidden test", "its name and output are shown once the grades are published")
-    return failure["name"], failure["message"]
+    return first["name"], first["message"]
 
 
 def write_report(path: Path, course: dict, info: dict, summary: list[dict], answers: dict, files: dict,
@@ -505,20 +509,22 @@ def write_report(path: Path, course: dict, info: dict, summary: list[dict], answ
              "run a failing test in your kit with that seed to see the same inputs.", "",
              "| part | points | ideas passed |", "|---|---|---|"]
     for s in summary:
-        ok = sum(1 for i in s["ideas"] if not i["failures"] or i["excused_by"])
-        lines.append(f"| {s['title']} | {s['score']:.2f} / {s['points']:g} | {ok} / {len(s['ideas'])} |")
+        graded = [i for i in s["ideas"] if i["points"] > 0]
+        ok = sum(1 for i in graded if not i["failures"] or i["excused_by"])
+        lines.append(f"| {s['title']} | {s['score']:.2f} / {s['points']:g} | {ok} / {len(graded)} |")
     for s in summary:
         lines += ["", f"## {s['title']}: {s['score']:.2f} / {s['points']:g}", "",
                   "| idea | points | result |", "|---|---|---|"]
         for idea in s["ideas"]:
-            lines.append(f"| {idea['title']} | {idea['score']:.2f} / {idea['points']:g} | {idea_verdict(idea)} |")
+            if idea["points"] > 0:  # an idea without points at this level is the kit's given code
+                lines.append(f"| {idea['title']} | {idea['score']:.2f} / {idea['points']:g} | {idea_verdict(idea)} |")
         if s["build_error"]:
             lines += ["", "Its code did not compile; the compiler said:", "", "```", s["build_error"], "```"]
             continue
         for idea in s["ideas"]:
-            if not idea["failures"]:
+            if not idea["failures"] or idea["excused_by"] or (idea["points"] == 0 and not show_hidden):
                 continue
-            name, message = shown_failure(idea["failures"][0], show_hidden)
+            name, message = shown_failure(idea["failures"], show_hidden)
             more = len(idea["failures"]) - 1
             lines += ["", f"- **{idea['title']}**: first failure: {name}"
                       + (f" (and {more} more failing test(s) of this idea)" if more else "")]
@@ -555,12 +561,14 @@ def gradescope_tests(course: dict, summary: list[dict]) -> list[dict]:
     tests = []
     for s in summary:
         for idea in s["ideas"]:
+            if idea["points"] == 0:  # the kit's given code at this level
+                continue
             if not idea["failures"]:
                 output = f"passed ({idea['tests']} tests)"
             elif idea["excused_by"]:
                 output = idea_verdict(idea)
             else:
-                name, message = shown_failure(idea["failures"][0], show_hidden=False)
+                name, message = shown_failure(idea["failures"], show_hidden=False)
                 output = f"{idea_verdict(idea)}; first failure: {name}\n{message}"
             tests.append({"name": f"{s['title']} · {idea['title']}", "score": idea["score"],
                           "max_score": idea["points"], "output": output, "visibility": "visible"})
