@@ -269,6 +269,29 @@ def fill(nodes: list, level: str, bodies: list[tuple[str, list[str]]],
     return out, warnings
 
 
+def region_kind(begin: str) -> tuple[str, str]:
+    """(step, level) of a BEGIN line."""
+    found = CODE_BEGIN.match(begin.strip())
+    return (found.group("step"), found.group("level") or "guided") if found else ("", "")
+
+
+def align_bodies(nodes: list, level: str, submitted: list[dict], steps: set[str]) -> tuple[list[tuple[str, list[str]]], str]:
+    """The submission's regions of `steps` as fill() takes them, (BEGIN line, body lines), and a note.
+    When their BEGIN lines differ from the repository's (a kit made before a marker's wording
+    changed) but they are the same steps and levels in the same order, they are matched by
+    position, and the note says so; otherwise by BEGIN line, as fill() does."""
+    wanted = [r for r in applied_regions(nodes, level) if r.step in steps]
+    mine = [r for r in submitted if region_kind(r["begin"])[0] in steps]
+    keys = {r.key for r in wanted}
+    note = ""
+    if (any(r["begin"].strip() not in keys for r in mine) and len(mine) == len(wanted)
+            and [region_kind(r["begin"]) for r in mine] == [(r.step, r.level) for r in wanted]):
+        mine = [{"begin": w.key, "body": r["body"]} for r, w in zip(mine, wanted)]
+        note = (f"the submission's BEGIN lines differ from this repository's; its {len(mine)} region(s) were "
+                "matched by position (same steps and levels, same order)")
+    return [(r["begin"], r["body"].splitlines(keepends=True)) for r in mine], note
+
+
 # ---- the repository's files ---------------------------------------------------------------
 
 

@@ -51,7 +51,6 @@ ROOT = HERE.parents[2]
 COURSE_FILE = HERE / "course.json"
 MANIFEST = HERE / "manifest.json"
 OUT_MARKER = ".fa2-grade"
-STEP_OF_BEGIN = re.compile(r"// BEGIN SOLUTION (step\d\d)")
 TODO_MARK = "TODO(step"
 HIDDEN_LABEL = "grading"  # the label of the grader's own tests (each step's tests/grading/)
 
@@ -172,20 +171,12 @@ def copy_repository(dst: Path) -> None:
         shutil.copy2(ROOT / rel, target)
 
 
-def submitted_bodies(regions: dict, rel: str, steps: set[str]) -> list[tuple[str, list[str]]]:
-    bodies = []
-    for region in regions.get(rel, []):
-        found = STEP_OF_BEGIN.search(region["begin"])
-        if found and found.group(1) in steps:
-            bodies.append((region["begin"], region["body"].splitlines(keepends=True)))
-    return bodies
-
-
-def student_region(regions: dict, rel: str, key: str) -> str | None:
-    for region in regions.get(rel, []):
-        if region["begin"].strip() == key:
-            return region["body"]
-    return None
+def student_region(regions: dict, rel: str, level: str, key: str) -> str | None:
+    """The student's body of the region of `rel` whose BEGIN line is `key` (kit.align_bodies)."""
+    nodes = kit.parse((ROOT / rel).read_text(encoding="utf-8"), rel)
+    steps = {kit.region_kind(key)[0]}
+    bodies, _ = kit.align_bodies(nodes, level, regions.get(rel, []), steps)
+    return next(("".join(body) for begin, body in bodies if begin.strip() == key), None)
 
 
 def rebased_bodies(part: dict, level: str, rel: str, bodies: list[tuple[str, list[str]]], regions: dict,
@@ -202,7 +193,7 @@ def rebased_bodies(part: dict, level: str, rel: str, bodies: list[tuple[str, lis
     out = []
     for begin, body in bodies:
         source = source_regions.get(own_levels.get(begin.strip(), ""))
-        mine = student_region(regions, spec["from"], source.key) if source else None
+        mine = student_region(regions, spec["from"], level, source.key) if source else None
         if source is None or mine is None:
             out.append((begin, body))
             continue
@@ -224,7 +215,9 @@ def part_files(part: dict, level: str, regions: dict, notes: list[str], as_writt
         rel = selection["file"]
         steps = set(selection["steps"])
         nodes = kit.parse((ROOT / rel).read_text(encoding="utf-8"), rel)
-        bodies = submitted_bodies(regions, rel, steps)
+        bodies, note = kit.align_bodies(nodes, level, regions.get(rel, []), steps)
+        if note and not as_written:
+            notes.append(f"{rel}: {note}")
         if not as_written:
             bodies = rebased_bodies(part, level, rel, bodies, regions, notes)
         lines, warnings = kit.fill(nodes, level, bodies, steps)

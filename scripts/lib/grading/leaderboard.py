@@ -285,12 +285,6 @@ def sync_repository(src: Path) -> None:
             path.rmdir()
 
 
-def region_kind(begin: str) -> tuple[str, str]:
-    """(step, level) of a BEGIN line."""
-    found = kit.CODE_BEGIN.match(begin.strip())
-    return (found.group("step"), found.group("level") or "guided") if found else ("", "")
-
-
 def fill_file(rel: str, level: str, submitted: list[dict], steps: set[str], src: Path) -> tuple[list[str], list[str]]:
     """Writes `rel` into src with the student's bodies for the regions of `steps` (the others keep
     the solution), with kit.parse and kit.fill, as the grader does. Returns (notes, missing): when
@@ -298,16 +292,8 @@ def fill_file(rel: str, level: str, submitted: list[dict], steps: set[str], src:
     wording changed) but its regions are the same steps and levels in the same order, the bodies
     are matched by position and a note says so; `missing` lists the regions that got no body."""
     nodes = kit.parse((ROOT / rel).read_text(encoding="utf-8"), rel)
-    wanted = [r for r in kit.applied_regions(nodes, level) if r.step in steps]
-    mine = [r for r in submitted if region_kind(r["begin"])[0] in steps]
-    notes = []
-    keys = {r.key for r in wanted}
-    if (any(r["begin"].strip() not in keys for r in mine) and len(mine) == len(wanted)
-            and [region_kind(r["begin"]) for r in mine] == [(r.step, r.level) for r in wanted]):
-        mine = [{"begin": w.key, "body": r["body"]} for r, w in zip(mine, wanted)]
-        notes.append(f"{rel}: the submission's BEGIN lines differ from this repository's; its "
-                     f"{len(mine)} region(s) were matched by position (same steps and levels, same order)")
-    bodies = [(r["begin"], r["body"].splitlines(keepends=True)) for r in mine]
+    bodies, note = kit.align_bodies(nodes, level, submitted, steps)
+    notes = [f"{rel}: {note}"] if note else []
     lines, warnings = kit.fill(nodes, level, bodies, steps)
     write_if_changed(src / rel, "".join(lines).encode("utf-8"))
     missing = [w for w in warnings if "no body submitted" in w]

@@ -280,6 +280,10 @@ def run(write: bool) -> list[str]:
         if write and new != text:
             path.write_text(new, encoding="utf-8")
     problems += [f"no file holds the generated passage '{name}'" for name in wanted if name not in seen]
+    words = sum(reading.words_per_part(ROOT).values())
+    if words > COURSE["load"]["max_required_words"]:
+        problems.append(f"the required reading is {words:,} words, more than course.json's load.max_required_words "
+                        f"({COURSE['load']['max_required_words']:,}): mark more of it optional (scripts/lib/reading.json)")
     template = answers.template(ROOT / "HANDOUT.md")
     if (ROOT / "answers.md").read_text(encoding="utf-8") != template:
         problems.append("answers.md is not the template of HANDOUT.md's questions")
