@@ -12,6 +12,7 @@
 # The build folder (<work dir>/build) is kept between runs: with ccache, a second run takes about a
 # minute. Ends with one line per check ("leaderboard: PASS ..."); exits non-zero when any fails.
 set -uo pipefail
+case "${1:-}" in -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; exit 0 ;; esac
 [ $# -eq 1 ] || { echo "usage: $0 <work dir>" >&2; exit 2; }
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd -P)"
 mkdir -p "$1"
