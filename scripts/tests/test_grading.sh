@@ -3,28 +3,27 @@
 #   1. solved (the kit with the solutions put back), packed by make_submission.sh: full marks on
 #      every part and idea;
 #   2. unsolved, as students get it: zero on every coding part;
-#   3. solved, then bugs planted as students make them, one per part: step 1's rescale, step 4's
-#      plain-kernel barrier, step 5's causal mask (pasted into step 6's three variants and step
-#      7's ladder too, as a standard student pastes their step 5); one test file deleted: each bug
-#      costs its part's idea and nothing else (step 2, 6 and 7 keep full marks), the deleted tests
-#      still run from the repository;
-#   4. solved, then step 5's padded-key mask (pasted too) and a region of step 2's backward that
-#      does not compile: the padded-key idea and step 2's backward only, the compiler's message in
-#      the report;
-#   5. the solved submission reformatted two ways: every comment removed, tabs, calls split over
-#      lines; and a comment after every statement (the barrier's included) with comment lines
-#      between them: full marks both;
-#   6. the report and results.json: the seed recorded, the same seed when the same archive is
-#      graded again, hidden tests named only in the instructor's report and after publishing on
-#      Gradescope, the written answers (check 1's answers.md answers Q1 only) counted per question;
+#   3. solved, then bugs planted as students make them: step 1's rescale, step 4's plain-kernel
+#      barrier, step 5's causal mask and padded-key mask (both pasted into step 6's three variants
+#      and step 7's ladder too, as a standard student pastes their step 5), a region of step 2's
+#      backward that does not compile; one test file deleted: each bug costs its part's idea and
+#      nothing else (step 5 its two ideas, step 2's backward the whole part, steps 6 and 7 nothing),
+#      the compiler's message in the report, the deleted tests still run from the repository;
+#   4. the solved submission reformatted, region by region in turn: every comment removed, tabs,
+#      calls split over lines; or a comment after every statement (the barrier's included) and
+#      comment lines between them: full marks;
+#   5. the report and results.json: the seed recorded, hidden tests named only in the instructor's
+#      report and after publishing on Gradescope, the written answers (check 1's answers.md answers
+#      Q1 only) counted per question;
 # and the leak check:
-#   7. a copy of this repository with one solution region pasted into a README as text: the kit
+#   6. a copy of this repository with one solution region pasted into a README as text: the kit
 #      generator refuses it, naming the file;
 # and the other two levels:
-#   8. guided and full kits, solved and unsolved: full marks and zero on every part;
+#   7. guided and full kits, solved and unsolved: full marks and zero on every part;
 # and Gradescope's side:
-#   9. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
-#      run on the solved submission: results.json with full marks.
+#   8. the autograder zip (make_autograder_zip.sh) unpacked as Gradescope does, its run_autograder
+#      run on the solved submission: results.json with full marks, the seed and the score of check 1
+#      (a regrade draws the same inputs).
 #   scripts/tests/test_grading.sh <work dir>
 # Ends with one line per check ("grading: PASS ..."); exits non-zero when any fails.
 set -uo pipefail
@@ -95,19 +94,20 @@ grade "$work/unsolved.tar.gz" grade-unsolved
 zero_everywhere() { parts "$work/grade-unsolved" 'p["passed"] == 0 and p["score"] == 0'; }
 check "unsolved standard kit: $(score_of "$work/grade-unsolved/results.json" 2> /dev/null) / 60, every part 0" zero_everywhere
 
-echo "== 3. bugs planted in steps 1, 4 and 5 (step 5's pasted into steps 6 and 7), a test file deleted"
+echo "== 3. bugs planted in steps 1, 2, 4 and 5 (step 5's pasted into steps 6 and 7), a test file deleted"
 planted="$work/kit-bugs"
 rm -rf -- "$planted"
 cp -r "$solved" "$planted"
-python3 "$cases" plant "$planted" rescale barrier causal
+python3 "$cases" plant "$planted" rescale barrier causal padded compile
 rm "$planted/step01_online_softmax/tests/test_online_softmax.cpp"
 pack "$planted" "$work/bugs.tar.gz"
 grade "$work/bugs.tar.gz" grade-bugs
 each_bug_costs_its_idea() {
   parts "$work/grade-bugs" '(key == "step01" and lost == ["update"]) or (key == "step04" and lost == ["plain_barriers"]) or
-    (key == "step05_forward" and lost == ["causal"]) or (key not in ("step01", "step04", "step05_forward") and lost == [])'
+    (key == "step05_forward" and lost == ["causal", "padded"]) or (key == "step02_backward" and p["score"] == 0) or
+    (key not in ("step01", "step02_backward", "step04", "step05_forward") and lost == [])'
 }
-check "three bugs planted: each costs its own part's idea only, $(score_of "$work/grade-bugs/results.json" 2> /dev/null) / 60" each_bug_costs_its_idea
+check "bugs planted: each costs its own part's idea only, a compile error its part, $(score_of "$work/grade-bugs/results.json" 2> /dev/null) / 60" each_bug_costs_its_idea
 deleted_test_ran() {
   python3 - "$work/grade-bugs/all_tests.json" << 'PY'
 import json, sys
@@ -119,31 +119,16 @@ PY
 check "the deleted step 1 test file still ran from the repository" deleted_test_ran
 rebase_noted() { grep -q 'graded as the reference step05_fa2_kernel/flash_fwd_kernel.hpp with your edit' "$work/grade-bugs/report.md"; }
 check "the report says how the pasted regions were graded" rebase_noted
-
-echo "== 4. step 5's padded-key mask planted (and pasted), step 2's backward does not compile"
-planted="$work/kit-bugs2"
-rm -rf -- "$planted"
-cp -r "$solved" "$planted"
-python3 "$cases" plant "$planted" padded compile
-pack "$planted" "$work/bugs2.tar.gz"
-grade "$work/bugs2.tar.gz" grade-bugs2
-padded_and_compile() {
-  parts "$work/grade-bugs2" '(key == "step05_forward" and lost == ["padded"]) or (key == "step02_backward" and p["score"] == 0) or
-    (key not in ("step05_forward", "step02_backward") and lost == [])'
-}
-check "padded-key mask costs its idea, a compile error its part, nothing else: $(score_of "$work/grade-bugs2/results.json" 2> /dev/null) / 60" padded_and_compile
-compiler_named() { grep -q 'a_name_nobody_declared' "$work/grade-bugs2/report.md"; }
+compiler_named() { grep -q 'a_name_nobody_declared' "$work/grade-bugs/report.md"; }
 check "the report quotes the compiler's error" compiler_named
 
-echo "== 5. correct code, reformatted, gets full marks"
-for style in bare chatty; do
-  python3 "$cases" reformat "$work/solved.tar.gz" "$work/solved-$style.tar.gz" "$style"
-  grade "$work/solved-$style.tar.gz" "grade-$style"
-  style_full() { parts "$work/grade-$style" "$full_marks"; }
-  check "the solved submission reformatted '$style': $(score_of "$work/grade-$style/results.json" 2> /dev/null) / 60, every part and idea full" style_full
-done
+echo "== 4. correct code, reformatted, gets full marks"
+python3 "$cases" reformat "$work/solved.tar.gz" "$work/solved-reformatted.tar.gz" mixed
+grade "$work/solved-reformatted.tar.gz" grade-reformatted
+reformatted_full() { parts "$work/grade-reformatted" "$full_marks"; }
+check "the solved submission reformatted (comments removed, tabs, calls over lines; comments added): $(score_of "$work/grade-reformatted/results.json" 2> /dev/null) / 60, every part and idea full" reformatted_full
 
-echo "== 6. seeds, hidden tests and answers"
+echo "== 5. seeds, hidden tests and answers"
 seed_recorded() {
   python3 - "$work" << 'PY'
 import json, sys
@@ -154,12 +139,6 @@ sys.exit(not (isinstance(a, int) and a != b and f"FA2_SEED={a}" in report))
 PY
 }
 check "each grading records its seed, derived from the submission" seed_recorded
-"$root/scripts/grade.sh" "$work/solved.tar.gz" "$work/grade-solved-again" > "$work/grade-solved-again.log" 2>&1
-same_seed() {
-  python3 -c 'import json, sys; a, b = (json.load(open(f)) for f in sys.argv[1:]); sys.exit(a["seed"] != b["seed"] or a["score"] != b["score"])' \
-    "$work/grade-solved/summary.json" "$work/grade-solved-again/summary.json"
-}
-check "a regrade of the same archive uses the same seed and gives the same score" same_seed
 hidden_kept_back() {
   python3 - "$work/grade-bugs" << 'PY'
 import json, re, sys
@@ -180,7 +159,7 @@ answers_counted() {
 }
 check "answers.md: each question's section counted, the unanswered ones named" answers_counted
 
-echo "== 7. a planted leak stops the generator"
+echo "== 6. a planted leak stops the generator"
 copy="$work/leaky-repo"
 rm -rf -- "$copy"
 mkdir -p "$copy"
@@ -201,7 +180,7 @@ else
 fi
 grep 'README.md' "$work/leak.log" | head -n 2
 
-echo "== 8. the guided and full kits, solved and unsolved"
+echo "== 7. the guided and full kits, solved and unsolved"
 for level in guided full; do
   rm -rf -- "$work/kit-$level" "$work/kit-$level-solved" "$work/$level"-*.tar.gz
   "$root/scripts/make_starter_kit.sh" --level "$level" "$work/kit-$level" > /dev/null
@@ -218,7 +197,7 @@ for level in guided full; do
   check "$level kit: unsolved $(score_of "$work/grade-$level-unsolved/results.json" 2> /dev/null) / 60, every part 0" level_zero
 done
 
-echo "== 9. Gradescope: the autograder zip and its run_autograder"
+echo "== 8. Gradescope: the autograder zip and its run_autograder (a regrade of check 1)"
 fake="$work/gradescope"
 rm -rf -- "$fake" "$work/autograder.zip"
 mkdir -p "$fake/source" "$fake/submission"
@@ -229,6 +208,14 @@ cp "$work/solved.tar.gz" "$fake/submission/"
 AUTOGRADER_ROOT="$fake" "$fake/source/run_autograder" > "$work/gradescope.log" 2>&1
 gradescope_full() { [ -f "$fake/results/results.json" ] && python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); sys.exit(abs(r["score"] - 60) > 1e-6 or not r["tests"])' "$fake/results/results.json"; }
 check "Gradescope: run_autograder from the zip gives the solved submission $(score_of "$fake/results/results.json" 2> /dev/null) / 60" gradescope_full
+same_as_check_1() {
+  python3 - "$fake/results/results.json" "$work/grade-solved/summary.json" << 'PY'
+import json, sys
+gradescope, first = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+sys.exit(not (f"FA2_SEED={first['seed']}" in gradescope["output"] and abs(gradescope["score"] - first["score"]) < 1e-9))
+PY
+}
+check "a regrade of the same archive (Gradescope's) uses check 1's seed and gives its score" same_as_check_1
 
 printf '%s\n' "${summary[@]}"
 exit "$status"

@@ -21,7 +21,8 @@ using Attrs = std::map<std::string, std::string>;
 
 // The attributes of every element of the committed figure that carries `key` (data-* values).
 std::vector<Attrs> elements_with(const std::string& key) {
-  const std::string path = std::string(fa2::testing::source_dir()) + "/step04_weighted_sum/figures/program_addresses.svg";
+  const std::string path =
+      std::string(fa2::testing::source_dir()) + "/step04_weighted_sum/figures/program_addresses.svg";
   std::ifstream in(path, std::ios::binary);
   REQUIRE_MESSAGE(in, "cannot read " << path);
   std::stringstream text;

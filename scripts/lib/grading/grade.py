@@ -515,7 +515,8 @@ def write_report(path: Path, course: dict, info: dict, summary: list[dict], answ
             lines += ["", "Its code did not compile; the compiler said:", "", "```", s["build_error"], "```"]
             continue
         for idea in s["ideas"]:
-            if not idea["failures"] or idea["excused_by"] or (idea["points"] == 0 and not show_hidden):
+            # The student reads of the ideas that cost points; the instructor of every failure.
+            if not idea["failures"] or ((idea["excused_by"] or idea["points"] == 0) and not show_hidden):
                 continue
             name, message = shown_failure(idea["failures"], show_hidden)
             more = len(idea["failures"]) - 1
