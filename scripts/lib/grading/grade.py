@@ -513,6 +513,8 @@ def write_report(path: Path, course: dict, info: dict, summary: list[dict], answ
                 lines.append(f"| {idea['title']} | {idea['score']:.2f} / {idea['points']:g} | {idea_verdict(idea)} |")
         if s["build_error"]:
             lines += ["", "Its code did not compile; the compiler said:", "", "```", s["build_error"], "```"]
+            if show_hidden:
+                lines += [""] + [f"- not passed: {f['name']}" for i in s["ideas"] for f in i["failures"]]
             continue
         for idea in s["ideas"]:
             # The student reads of the ideas that cost points; the instructor of every failure.
