@@ -20,6 +20,14 @@ struct Window {
   friend constexpr bool operator==(const Window&, const Window&) = default;
 };
 
+// The window as the kernels take it: a side without a bound gets 2^40, past every key and query
+// (and past the zero-padded keys of a last tile), so that q - left <= k <= q + right holds for all
+// of them and the same code serves calls with and without a window.
+inline constexpr index_t kUnboundedWindow = index_t{1} << 40;
+constexpr Window kernel_window(Window window) {
+  return {window.left < 0 ? kUnboundedWindow : window.left, window.right < 0 ? kUnboundedWindow : window.right};
+}
+
 constexpr bool sees(bool causal, Window window, index_t q, index_t k) {
   return (!causal || k <= q) && (window.left < 0 || k >= q - window.left) &&
          (window.right < 0 || k <= q + window.right);

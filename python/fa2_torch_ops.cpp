@@ -33,7 +33,7 @@
 
 #include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/flash_fwd_cuda.hpp"
-#include "step07_benchmark/kernels/fast/flash_attention.hpp"
+#include "step07_benchmark/kernels/product/flash_attention.hpp"
 #endif
 
 // Torch's bfloat16 and ours are the same two bytes (the top half of a float32), so the data of a
@@ -309,8 +309,10 @@ BackwardCall prepare_backward(const at::Tensor& dout, const at::Tensor& q, const
   a.q = c.q3.const_data_ptr(), a.q_shape = shape_of<3>(c.q3), a.q_strides = strides_of<3>(c.q3);
   a.k = c.k3.const_data_ptr(), a.k_shape = shape_of<3>(c.k3), a.k_strides = strides_of<3>(c.k3);
   a.v = c.v3.const_data_ptr(), a.v_shape = shape_of<3>(c.v3), a.v_strides = strides_of<3>(c.v3);
-  a.o = c.o3.const_data_ptr(), a.o_shape = shape_of<3>(c.o3), a.o_strides = strides_of<3>(c.o3);
-  a.l = c.lse2.const_data_ptr<float>(), a.l_shape = shape_of<2>(c.lse2), a.l_strides = strides_of<2>(c.lse2);
+  // FlashFwdArgs holds O and L as the forward's outputs; the backward only reads them.
+  a.o = const_cast<void*>(c.o3.const_data_ptr()), a.o_shape = shape_of<3>(c.o3), a.o_strides = strides_of<3>(c.o3);
+  a.l = const_cast<float*>(c.lse2.const_data_ptr<float>());
+  a.l_shape = shape_of<2>(c.lse2), a.l_strides = strides_of<2>(c.lse2);
   a.do_ = c.do3.const_data_ptr(), a.do_shape = shape_of<3>(c.do3), a.do_strides = strides_of<3>(c.do3);
   a.d_rows = c.d_rows.mutable_data_ptr<float>();
   a.d_rows_shape = shape_of<2>(c.d_rows), a.d_rows_strides = strides_of<2>(c.d_rows);
@@ -357,12 +359,12 @@ std::tuple<at::Tensor, at::Tensor> forward_cuda(const at::Tensor& q, const at::T
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
-    // The arguments are checked once, into the plan (v6 on sm_90, else v5). Never a silent
+    // The arguments are checked once, into the plan (the sm90 path on sm_90, else sm80). Never a silent
     // fallback: what the fast kernel refuses is an error that says why.
-    const fa2::fast::ForwardPlan plan = fa2::fast::plan_forward(c.args);
+    const fa2::flash::ForwardPlan plan = fa2::flash::plan_forward(c.args);
     TORCH_CHECK(plan.runs(), kForward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
                 ". kernel=\"step05\" takes float32, bfloat16 and float16 with head dims 16, 32, 64 and 128");
-    run_checked(kForward, [&] { fa2::fast::run(plan, stream); });
+    run_checked(kForward, [&] { fa2::flash::run(plan, stream); });
   } else {
     run_checked(kForward, [&] { fa2::flash_fwd_cuda(c.args, stream); });
   }
@@ -378,17 +380,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(
   const c10::cuda::CUDAGuard on_device(q.device());
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
   if (c.kernel == Kernel::fast) {
-    // Few kv heads: the workspace that lets v6b spread each group over several blocks (v5's backward,
-    // which also runs the windowed ones, does not read it).
-    const std::int64_t parts = fa2::fast::dkv_partial_count(c.args.q_shape, c.args.k_shape);
-    if (parts > 0 && !c.args.window.bounded()) {
-      c.dkv_partial = at::empty({parts}, q.options().dtype(at::kFloat));
-      c.args.dkv_partial = c.dkv_partial.mutable_data_ptr<float>();
-    }
-    const fa2::fast::BackwardPlan plan = fa2::fast::plan_backward(c.args);
+    // The plan chooses the kernel for this GPU and sizes its optional workspace (few kv heads: the
+    // float32 parts of dK and dV that let the sm90 backward spread a group over several blocks).
+    fa2::flash::BackwardPlan plan = fa2::flash::plan_backward(c.args);
     TORCH_CHECK(plan.runs(), kBackward, ": kernel=\"fast\" cannot run these inputs: ", plan.refused,
                 ". kernel=\"step05\" takes float32, bfloat16 and float16 with head dims 16, 32, 64 and 128");
-    run_checked(kBackward, [&] { fa2::fast::run(plan, stream); });
+    if (plan.dkv_partial_floats > 0) {
+      c.dkv_partial = at::empty({plan.dkv_partial_floats}, q.options().dtype(at::kFloat));
+      plan.args.dkv_partial = c.dkv_partial.mutable_data_ptr<float>();
+    }
+    run_checked(kBackward, [&] { fa2::flash::run(plan, stream); });
   } else {
     run_checked(kBackward, [&] { fa2::flash_bwd_cuda(c.args, stream); });
   }

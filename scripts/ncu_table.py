@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Tabulates the CSV files `scripts/gpu_session.sh profile` writes (one ncu raw page per step and
 head dim, named STEP_dD.csv) as a Markdown table: time, registers, pipe utilisation and the
-largest stall reasons. Usage: scripts/ncu_table.py DIR > table.md"""
+largest stall reasons. Usage: scripts/ncu_table.py DIR > table.md
+A page may also be compressed, STEP_dD.csv.gz (as the committed ones under step07_benchmark/results/
+are): it is read through gzip."""
 import csv
+import gzip
 import io
 import pathlib
 import re
@@ -44,9 +47,23 @@ def step_key(name):
     return (int(m.group(3)), int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0, 0)
 
 
+def page_name(path):
+    """STEP_dD of STEP_dD.csv or STEP_dD.csv.gz."""
+    name = path.name[:-len(".gz")] if path.name.endswith(".gz") else path.name
+    return name[:-len(".csv")]
+
+
+def read_text(path):
+    """The file's text, through gzip when its name ends in .gz."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rt", errors="replace") as f:
+            return f.read()
+    return path.read_text(errors="replace")
+
+
 def read_row(path):
     """The profiled kernel's metrics (name -> text), or None when ncu profiled nothing."""
-    text = path.read_text(errors="replace")
+    text = read_text(path)
     start = text.find('"ID","Process ID"')
     if start < 0:
         return None
@@ -67,13 +84,16 @@ def main():
         print(__doc__)
         return
     if len(sys.argv) != 2 or not pathlib.Path(sys.argv[1]).is_dir():
-        sys.exit("usage: ncu_table.py DIR (the folder of STEP_dD.csv files)")
-    files = sorted(pathlib.Path(sys.argv[1]).glob("*_d*.csv"), key=lambda p: step_key(p.stem))
+        sys.exit("usage: ncu_table.py DIR (the folder of STEP_dD.csv or STEP_dD.csv.gz files)")
+    folder = pathlib.Path(sys.argv[1])
+    plain = list(folder.glob("*_d*.csv"))
+    packed = [p for p in folder.glob("*_d*.csv.gz") if not p.with_suffix("").exists()]  # a plain copy wins
+    files = sorted(plain + packed, key=lambda p: step_key(page_name(p)))
     print("| step | D | kernel time (us) | registers | " + " | ".join(h for h, _ in COLUMNS) +
           " | largest stalls (cycles per issued instruction) |")
     print("|" + "---|" * (5 + len(COLUMNS)))
     for path in files:
-        step, d = path.stem.rsplit("_d", 1)
+        step, d = page_name(path).rsplit("_d", 1)
         row = read_row(path)
         if row is None:
             print(f"| {step} | {d} | not profiled (see {path.name}) |" + " |" * (2 + len(COLUMNS)))

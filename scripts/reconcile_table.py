@@ -5,8 +5,10 @@ cold L2 (step07_bench --isolated, one folder per idle gap), and ncu's own launch
 none, SpeedOfLight section), each with the clocks it ran at. Prints a Markdown table.
 Usage: scripts/reconcile_table.py DIR > reconcile.md
 DIR holds sweep/ and isolated_*/ (each with step07_results.csv, and sweep/ with step07_rounds.csv)
-and ncu_n<N>.csv."""
+and ncu_n<N>.csv. Any of these files may be compressed (NAME.gz, as the committed large ones under
+step07_benchmark/results/ are): it is read through gzip."""
 import csv
+import gzip
 import io
 import math
 import pathlib
@@ -38,8 +40,23 @@ def flops(b, h, n, d, causal):
     return f / 2 if causal else f
 
 
+def open_text(path):
+    """The file for reading as text, through gzip when its name ends in .gz."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", newline="", errors="replace")
+    return open(path, newline="", errors="replace")
+
+
+def found(folder, name):
+    """folder/name, else folder/name.gz, else None."""
+    for path in (folder / name, folder / (name + ".gz")):
+        if path.exists():
+            return path
+    return None
+
+
 def read_csv(path):
-    with open(path, newline="") as f:
+    with open_text(path) as f:
         return list(csv.DictReader(f))
 
 
@@ -50,12 +67,13 @@ def clock_cells(row):
 def bench_rows(folder, way):
     """One row per (impl, N) measured in `folder` by step07_bench: median, min and max of its runs
     (over the rounds' medians when it ran in rounds), and NVML's reading."""
-    results = folder / "step07_results.csv"
-    if not results.exists():
+    results = found(folder, "step07_results.csv")
+    if results is None:
         return [[way, "-", "-", "no step07_results.csv in " + str(folder)] + [""] * 9]
     rounds = {}
-    if (folder / "step07_rounds.csv").exists():
-        for r in read_csv(folder / "step07_rounds.csv"):
+    rounds_path = found(folder, "step07_rounds.csv")
+    if rounds_path is not None:
+        for r in read_csv(rounds_path):
             rounds.setdefault((r["impl"], r["N"], r["causal"]), []).append(float(r["ms_median"]))
     out = []
     for r in read_csv(results):
@@ -79,8 +97,9 @@ def ncu_rows(path):
     """One row per ncu file: the profiled launches' duration (median, range) and the SM and memory
     clocks ncu measured over each launch. The problem is the one step07_bench's own output in the
     file names (its first "== B=.. H=.. N=.. D=.." line)."""
-    n = int(re.search(r"ncu_n(\d+)\.csv$", path.name).group(1))
-    text = path.read_text(errors="replace")
+    n = int(re.search(r"ncu_n(\d+)\.csv(?:\.gz)?$", path.name).group(1))
+    with open_text(path) as f:
+        text = f.read()
     start = text.find('"ID","Process ID"')
     if start < 0:
         last = [line for line in text.splitlines() if line.strip()][-1:] or ["empty"]
@@ -128,7 +147,9 @@ def main(argv):
     rows = bench_rows(root / "sweep", "sweep (do_bench in rounds)")
     for folder in sorted(root.glob("isolated_*"), key=lambda p: number(re.sub(r"\D", "", p.name)) or 0):
         rows += bench_rows(folder, "isolated, cold L2, " + folder.name.split("_", 1)[1] + " idle before each")
-    for path in sorted(root.glob("ncu_n*.csv"), key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
+    ncu_files = list(root.glob("ncu_n*.csv"))
+    ncu_files += [p for p in root.glob("ncu_n*.csv.gz") if not p.with_suffix("").exists()]  # a plain copy wins
+    for path in sorted(ncu_files, key=lambda p: int(re.sub(r"\D", "", p.name) or 0)):
         rows += ncu_rows(path)
     rows.sort(key=lambda r: number(r[2]) or 0)  # by N, each N's ways in the order above
     head = ["way", "impl", "N", "runs", "median ms", "min..max ms", "TFLOP/s (median)", "SM MHz", "memory MHz",

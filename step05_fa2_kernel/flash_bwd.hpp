@@ -20,63 +20,11 @@
 #include <cstdint>
 #include <optional>
 
+#include "common/attention_args.hpp"  // FlashBwdArgs
 #include "common/tensor.hpp"
-#include "step05_fa2_kernel/flash_fwd.hpp"  // DType, dtype_of, FlashFwdArgs
+#include "step05_fa2_kernel/flash_fwd.hpp"
 
 namespace fa2 {
-
-struct FlashBwdArgs {
-  DType dtype = DType::bfloat16;
-  // The forward's inputs and outputs, read only.
-  const void* q = nullptr;
-  Extents<3> q_shape{}, q_strides{};
-  const void* k = nullptr;
-  Extents<3> k_shape{}, k_strides{};
-  const void* v = nullptr;
-  Extents<3> v_shape{}, v_strides{};
-  const void* o = nullptr;
-  Extents<3> o_shape{}, o_strides{};
-  const float* l = nullptr;
-  Extents<2> l_shape{}, l_strides{};
-  // The gradient of the loss with respect to O.
-  const void* do_ = nullptr;
-  Extents<3> do_shape{}, do_strides{};
-  // Workspaces, float32: D_i per query row, and dQ summed over the key tiles.
-  float* d_rows = nullptr;
-  Extents<2> d_rows_shape{}, d_rows_strides{};
-  float* dq_accum = nullptr;
-  Extents<3> dq_accum_shape{}, dq_accum_strides{};
-  // The gradients, in the input dtype.
-  void* dq = nullptr;
-  Extents<3> dq_shape{}, dq_strides{};
-  void* dk = nullptr;
-  Extents<3> dk_shape{}, dk_strides{};
-  void* dv = nullptr;
-  Extents<3> dv_shape{}, dv_strides{};
-  bool causal = false;
-  std::optional<float> scale;  // default 1/sqrt(head_dim)
-  Window window{};             // the forward's sliding window (FlashFwdArgs::window)
-  bool allow_tf32 = true;      // float32 products in TF32, or 3xTF32 (FlashFwdArgs::allow_tf32)
-  // Deterministic gradients: dQ's shares are added in the same order on every run, so that dQ,
-  // dK and dV are bitwise the same (dK and dV always are: one program writes each row). Step 5's
-  // GPU backward then launches its key tiles one after another; the fast backwards take turns on
-  // dq_semaphores, dq_semaphore_count(Q.shape) int32 in device memory that their first phase
-  // clears (step 5 does not read them).
-  bool deterministic = false;
-  std::int32_t* dq_semaphores = nullptr;
-  // Grouped-query attention with few kv heads: the fast backward on Hopper (v6b) may spread a
-  // group's query heads over several blocks per key tile, each adding up its own part of dK and
-  // dV, when given this float32 workspace for the parts (fast::dkv_partial_count(Q.shape,
-  // K.shape) floats in device memory, 16-byte aligned; 0 where it would not split). Without it
-  // one block walks the whole group. Step 5 and v5's backward do not read it.
-  float* dkv_partial = nullptr;
-};
-
-// The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch
-// element and 32 query rows.
-constexpr index_t dq_semaphore_count(const Extents<3>& q_shape) {
-  return q_shape[0] * ((q_shape[1] + 31) / 32);
-}
 
 // Builds the arguments from views (host or device memory: only shapes, strides and addresses
 // are read).
@@ -91,8 +39,9 @@ FlashBwdArgs make_flash_bwd_args(TensorView<const T, 3> Q, TensorView<const T, 3
   a.q = Q.data(), a.q_shape = Q.shape(), a.q_strides = Q.strides();
   a.k = K.data(), a.k_shape = K.shape(), a.k_strides = K.strides();
   a.v = V.data(), a.v_shape = V.shape(), a.v_strides = V.strides();
-  a.o = O.data(), a.o_shape = O.shape(), a.o_strides = O.strides();
-  a.l = L.data(), a.l_shape = L.shape(), a.l_strides = L.strides();
+  // FlashFwdArgs holds O and L as the forward's outputs; the backward only reads them.
+  a.o = const_cast<T*>(O.data()), a.o_shape = O.shape(), a.o_strides = O.strides();
+  a.l = const_cast<float*>(L.data()), a.l_shape = L.shape(), a.l_strides = L.strides();
   a.do_ = dO.data(), a.do_shape = dO.shape(), a.do_strides = dO.strides();
   a.d_rows = D_rows.data(), a.d_rows_shape = D_rows.shape(), a.d_rows_strides = D_rows.strides();
   a.dq_accum = dQ_accum.data(), a.dq_accum_shape = dQ_accum.shape(), a.dq_accum_strides = dQ_accum.strides();
@@ -108,10 +57,6 @@ FlashBwdArgs make_flash_bwd_args(TensorView<const T, 3> Q, TensorView<const T, 3
 // checks of Q, K, V, O, L and the scale (validate(FlashFwdArgs)), then dO, D_rows, dQ_accum, dQ,
 // dK and dV.
 void validate(const FlashBwdArgs& args);
-
-// The forward's arguments inside the backward's (Q, K, V, O, L, causal, scale), for the
-// forward's checks and its dispatcher. The backward never writes O or L through them.
-FlashFwdArgs forward_args(const FlashBwdArgs& args);
 
 // Runs the three phases (D_i, the key-tile programs, dQ's conversion) on the host, one program
 // after another. Pointers are host memory.

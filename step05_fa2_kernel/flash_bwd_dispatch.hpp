@@ -51,10 +51,10 @@ FlashBwdParams<T> make_flash_bwd_params(const FlashBwdArgs& a) {
   p.stride_dvb = a.dv_strides[0], p.stride_dvk = a.dv_strides[1], p.stride_dvd = a.dv_strides[2];
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
-  p.kv_group = kv_group(forward_args(a));
-  p.window_left = kernel_window(forward_args(a)).left;
-  p.window_right = kernel_window(forward_args(a)).right;
-  p.scale = softmax_scale(forward_args(a));
+  p.kv_group = kv_group(a);
+  p.window_left = kernel_window(a.window).left;
+  p.window_right = kernel_window(a.window).right;
+  p.scale = softmax_scale(a);
   p.input_precision = a.allow_tf32 ? InputPrecision::tf32 : InputPrecision::tf32x3;
   return p;
 }
@@ -70,7 +70,7 @@ template <template <class> class Preprocess, template <class> class Kernel, temp
 void launch_flash_bwd(const FlashBwdArgs& args, const Launcher& launcher, DTypes<Ts...> dtypes,
                       HeadDims<Ds...> head_dims, std::string_view kernel) {
   validate(args);
-  const FlashFwdArgs forward = forward_args(args);
+  const FlashFwdArgs& forward = args;
   dispatch_flash(forward, dtypes, head_dims, kernel, [&](auto dtype, auto head_dim, auto causal) {
     using T = typename decltype(dtype)::type;
     constexpr int D = decltype(head_dim)::value;

@@ -101,7 +101,7 @@ struct FlashBwdKernel {
     // The query tiles that see some of these keys. Causal (top-left): query q sees key k when
     // k <= q, so none before query k_start. A sliding window: query q sees keys q - left ..
     // q + right, so only queries k_start - right .. k_last + left (without a window these bounds
-    // lie past every query: kernel_window in flash_fwd.hpp). When no tile is left, none is
+    // lie past every query: kernel_window in common/window.hpp). When no tile is left, none is
     // visited, and dK_j = dV_j = 0.
     const index_t k_last = (k_start + K_TILE < p.N_KEYS ? k_start + K_TILE : p.N_KEYS) - 1;
     index_t q_lowest = k_start > p.window_right ? k_start - p.window_right : 0;

@@ -21,24 +21,8 @@ void check_tensor(const std::string& name, const void* data, const Extents<3>& s
 
 }  // namespace
 
-FlashFwdArgs forward_args(const FlashBwdArgs& a) {
-  FlashFwdArgs f;
-  f.dtype = a.dtype;
-  f.q = a.q, f.q_shape = a.q_shape, f.q_strides = a.q_strides;
-  f.k = a.k, f.k_shape = a.k_shape, f.k_strides = a.k_strides;
-  f.v = a.v, f.v_shape = a.v_shape, f.v_strides = a.v_strides;
-  // FlashFwdArgs holds O and L as outputs; the backward only reads them.
-  f.o = const_cast<void*>(a.o), f.o_shape = a.o_shape, f.o_strides = a.o_strides;
-  f.l = const_cast<float*>(a.l), f.l_shape = a.l_shape, f.l_strides = a.l_strides;
-  f.causal = a.causal;
-  f.scale = a.scale;
-  f.window = a.window;
-  f.allow_tf32 = a.allow_tf32;
-  return f;
-}
-
 void validate(const FlashBwdArgs& a) {
-  validate(forward_args(a));  // dtype, Q, K, V, O, L, head dim, batch, scale
+  validate(static_cast<const FlashFwdArgs&>(a));  // dtype, Q, K, V, O, L, head dim, batch, scale
   check_tensor("dO", a.do_, a.do_shape, a.do_strides, a.o_shape, "O.shape");
 
   const index_t B = a.q_shape[0], N_q = a.q_shape[1];

@@ -17,51 +17,13 @@
 #include <optional>
 #include <string>
 
+#include "common/attention_args.hpp"  // DType, FlashFwdArgs
 #include "common/bf16.hpp"
 #include "common/tensor.hpp"
-#include "common/window.hpp"
 
 struct CUstream_st;  // what CUDA's cudaStream_t points to (CudaLaunchFn below)
 
 namespace fa2 {
-
-enum class DType { float32, bfloat16, float16 };
-
-template <class T>
-constexpr DType dtype_of() {
-  static_assert(std::is_same_v<T, float> || is_16_bit_float_v<T>, "float32, bfloat16 or float16");
-  if constexpr (std::is_same_v<T, float>) {
-    return DType::float32;
-  } else if constexpr (std::is_same_v<T, bf16>) {
-    return DType::bfloat16;
-  } else {
-    return DType::float16;
-  }
-}
-std::string to_string(DType dtype);
-
-struct FlashFwdArgs {
-  DType dtype = DType::bfloat16;
-  const void* q = nullptr;
-  Extents<3> q_shape{}, q_strides{};
-  const void* k = nullptr;
-  Extents<3> k_shape{}, k_strides{};
-  const void* v = nullptr;
-  Extents<3> v_shape{}, v_strides{};
-  void* o = nullptr;
-  Extents<3> o_shape{}, o_strides{};
-  float* l = nullptr;
-  Extents<2> l_shape{}, l_strides{};
-  bool causal = false;
-  std::optional<float> scale;  // default 1/sqrt(head_dim)
-  // A sliding window (common/window.hpp): query q sees keys q - left .. q + right only, -1 for
-  // no bound on that side; on top of the causal mask when both are given.
-  Window window{};
-  // float32 inputs: true runs the products in TF32 (tl.dot's default, 11 significant bits per
-  // operand); false in 3xTF32, about float32's accuracy for three times the tensor-core work
-  // (InputPrecision, common/numeric.hpp). bf16 and fp16 products are exact either way.
-  bool allow_tf32 = true;
-};
 
 // Builds the arguments from views (host or device memory: only shapes, strides and
 // addresses are read).
@@ -87,24 +49,6 @@ void validate(const FlashFwdArgs& args);
 // The layout rules every (batch, seq, head_dim) tensor of the kernels follows: not null, the
 // head dim contiguous, strides >= 0. Throws naming `name` (validate() of both passes use it).
 void check_tensor_layout(const std::string& name, const void* data, const Extents<3>& strides);
-
-// The softmax scale the kernel will use.
-float softmax_scale(const FlashFwdArgs& args);
-
-// Grouped-query attention: how many consecutive query batch elements share one of K and V
-// (1 when K has Q's batch). Query batch element b reads K and V batch element b / kv_group.
-inline index_t kv_group(const FlashFwdArgs& args) {
-  return args.q_shape[0] / args.k_shape[0];
-}
-
-// The window as the kernels take it: a side without a bound gets 2^40, past every key and query
-// (and past the zero-padded keys of a last tile), so that q - left <= k <= q + right holds for
-// all of them and the same code serves calls with and without a window.
-inline constexpr index_t kUnboundedWindow = index_t{1} << 40;
-inline Window kernel_window(const FlashFwdArgs& args) {
-  return {args.window.left < 0 ? kUnboundedWindow : args.window.left,
-          args.window.right < 0 ? kUnboundedWindow : args.window.right};
-}
 
 // Runs the kernel body on the host, one program after another. Pointers are host memory.
 void flash_fwd_host(const FlashFwdArgs& args);

@@ -55,8 +55,8 @@ FlashFwdParams<T> make_flash_params(const FlashFwdArgs& a) {
   p.N_QUERIES = a.q_shape[1];
   p.N_KEYS = a.k_shape[1];
   p.kv_group = kv_group(a);
-  p.window_left = kernel_window(a).left;
-  p.window_right = kernel_window(a).right;
+  p.window_left = kernel_window(a.window).left;
+  p.window_right = kernel_window(a.window).right;
   p.scale = softmax_scale(a);
   p.input_precision = a.allow_tf32 ? InputPrecision::tf32 : InputPrecision::tf32x3;
   return p;

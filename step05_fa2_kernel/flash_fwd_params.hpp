@@ -28,7 +28,7 @@ struct FlashFwdParams {
   index_t N_QUERIES, N_KEYS;
   index_t kv_group;  // query batch elements per K and V batch element: 1, or the group of GQA
   // The sliding window: query q sees keys q - window_left .. q + window_right (kernel_window in
-  // flash_fwd.hpp: without a window, 2^40, past every key, so the same code holds).
+  // common/window.hpp: without a window, 2^40, past every key, so the same code holds).
   index_t window_left, window_right;
   float scale;
   // How float32 products run (common/numeric.hpp): the program reads it (input_precision_of).

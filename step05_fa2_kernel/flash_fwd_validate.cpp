@@ -8,18 +8,6 @@
 
 namespace fa2 {
 
-std::string to_string(DType dtype) {
-  switch (dtype) {
-    case DType::float32:
-      return "float32";
-    case DType::bfloat16:
-      return "bfloat16";
-    case DType::float16:
-      return "float16";
-  }
-  return "an unknown dtype (" + std::to_string(static_cast<int>(dtype)) + ")";
-}
-
 namespace {
 
 // The grid is (cdiv(N_q, Q_TILE), batch); CUDA caps a grid's y dimension at 65535.
@@ -74,10 +62,6 @@ void validate(const FlashFwdArgs& a) {
   require_arg(a.window.right >= -1, "window.right",
               got_allowed(a.window.right, "-1 (no bound) or a count of keys >= 0"));
   (void)N_k;
-}
-
-float softmax_scale(const FlashFwdArgs& a) {
-  return a.scale.value_or(1.0f / std::sqrt(static_cast<float>(a.q_shape[2])));
 }
 
 }  // namespace fa2

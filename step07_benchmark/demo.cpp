@@ -14,7 +14,7 @@
 #include "common/cuda/gpu.hpp"
 #include "common/random.hpp"
 #include "step07_benchmark/harness/bench_runner.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 #endif
 
 namespace {

@@ -20,6 +20,7 @@ build/<preset>/python/libfa2_torch_ops.so for the presets sm90, default, debug a
 that order. When none is found the import raises ImportError saying what to build.
 """
 
+import numbers
 import os
 from pathlib import Path
 
@@ -135,6 +136,20 @@ class _FlashAttentionFunction(torch.autograd.Function):
         return dq, dk, dv, None, None, None, None, None, None
 
 
+def _window_bounds(window):
+    """(left, right) from `window`, a pair of ints; anything else is refused here, naming the
+    argument (a float such as 1.5 is not rounded). Their range (-1 or >= 0) is the kernels' check."""
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        raise TypeError(f"flash_attention: window must be a pair of ints (left, right), got {window!r}") from None
+    for side, bound in (("left", left), ("right", right)):
+        if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
+            raise TypeError(f"flash_attention: window[{0 if side == 'left' else 1}] ({side}) must be an int, "
+                            f"got {bound!r} in window={window!r}")
+    return int(left), int(right)
+
+
 def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deterministic=False, window=(-1, -1)):
     """Scaled dot-product attention with this repository's FlashAttention-2 kernels.
 
@@ -192,14 +207,12 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
 
     Errors (RuntimeError, naming the argument): another dtype (float64, integers), dtypes
     or devices that differ, a rank other than 3 or 4, shapes that do not fit, a length of 0, an
-    unsupported head dim, an unknown kernel name, a non-finite scale.
+    unsupported head dim, an unknown kernel name, a non-finite scale. A window that is not a pair
+    of ints (1.5 is not rounded) raises TypeError naming it.
     """
     if scale is not None:
         scale = float(scale)
-    try:
-        left, right = (int(w) for w in window)
-    except (TypeError, ValueError):
-        raise TypeError(f"flash_attention: window must be a pair of ints (left, right), got {window!r}") from None
+    left, right = _window_bounds(window)
     allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic), (left, right),
                                          allow_tf32)

@@ -99,3 +99,13 @@ def test_a_window_that_is_not_a_pair_is_refused():
     q = torch.randn(1, 2, 17, 16)
     with pytest.raises(TypeError, match="window must be a pair of ints"):
         flash_attention(q, q, q, window=3)
+
+
+@pytest.mark.parametrize("window,message", [((1.5, 0), r"window\[0\] \(left\) must be an int, got 1.5"),
+                                            ((0, "2"), r"window\[1\] \(right\) must be an int, got '2'"),
+                                            ((True, 0), r"window\[0\] \(left\) must be an int, got True"),
+                                            ((1, 2, 3), "window must be a pair of ints")])
+def test_a_window_of_anything_but_two_ints_is_refused_not_rounded(window, message):
+    q = torch.randn(1, 2, 17, 16)
+    with pytest.raises(TypeError, match=message):
+        flash_attention(q, q, q, window=window)

@@ -654,6 +654,18 @@ SUBMISSION_LIMIT = 8 << 20  # bytes of answers and measurements together
 MEASUREMENT_SUFFIXES = (".csv", ".svg", ".png", ".md", ".txt", ".json")
 
 
+# Files of solution regions that moved since kits were handed out: {old path: new path}. A kit or a
+# submission made before the move keeps the old path; its regions are read under the new one.
+MOVED_REGION_FILES = {
+    "step07_benchmark/kernels/ladder/ladder_kernel.hpp": "step07_benchmark/kernels/lab/ladder/ladder_kernel.hpp",
+}
+
+
+def current_paths(regions: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The regions {file: [...]} with every moved file under its current path."""
+    return {MOVED_REGION_FILES.get(rel, rel): found for rel, found in regions.items()}
+
+
 def kit_regions(kit: Path) -> dict[str, list[dict]]:
     """Every solution region of the kit's code at its level, as the student left it:
     {file: [{begin, body}]}. (A kit whose solutions were put back also holds the markers of the
@@ -669,7 +681,7 @@ def kit_regions(kit: Path) -> dict[str, list[dict]]:
         nodes = parse(text, rel)
         found[rel] = [{"begin": region.key, "body": "".join(region.body_lines())}
                       for region in applied_regions(nodes, level)]
-    return found
+    return current_paths(found)
 
 
 def is_submission_archive(path: Path) -> bool:
@@ -762,7 +774,7 @@ def read_submission(path: Path) -> tuple[dict, dict, dict[str, bytes]]:
         raise KitError(f"{path} is not a submission: it has no manifest.json and regions.json "
                        "(make one with scripts/make_submission.sh)")
     manifest = json.loads(files.pop("manifest.json"))
-    regions = json.loads(files.pop("regions.json"))
+    regions = current_paths(json.loads(files.pop("regions.json")))
     if manifest.get("level") not in LEVELS:
         raise KitError(f"{path}: the manifest names no level of kit (got {manifest.get('level')!r})")
     return manifest, regions, files

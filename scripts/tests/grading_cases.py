@@ -30,7 +30,7 @@ from pathlib import Path
 STEP5_COPIES = ["step05_fa2_kernel/flash_fwd_kernel.hpp", "step06_tests_bugs/kernels/flash_fwd_kernel_original.hpp",
                 "step06_tests_bugs/kernels/flash_fwd_kernel_bug1.hpp",
                 "step06_tests_bugs/kernels/flash_fwd_kernel_bug2.hpp",
-                "step07_benchmark/kernels/ladder/ladder_kernel.hpp"]
+                "step07_benchmark/kernels/lab/ladder/ladder_kernel.hpp"]
 BUGS = {  # name: (files, text, replacement, how many times at least)
     "rescale": (["step01_online_softmax/online_softmax.hpp"], "l = alpha * l + std::exp(x - m_new);",
                 "l = l + std::exp(x - m_new);", 1),

@@ -15,6 +15,7 @@ sys.path.insert(0, str(LIB))
 sys.path.insert(0, str(LIB / "grading"))
 import answers  # noqa: E402
 import grade  # noqa: E402
+import kit  # noqa: E402
 import rebase  # noqa: E402
 
 BASE = """    load(Q);  // the reference
@@ -163,6 +164,16 @@ class Answers(unittest.TestCase):
             got = answers.check(filled.encode(), handout)
             self.assertEqual((got["answered"], got["missing"], got["bonus"]), (1, ["M1"], []))
             self.assertFalse(answers.check(None, handout)["present"])
+
+
+
+class MovedFiles(unittest.TestCase):
+    def test_a_submission_made_before_a_file_moved_is_read_under_its_new_path(self):
+        old, new = next(iter(kit.MOVED_REGION_FILES.items()))
+        body = [{"begin": "// BEGIN SOLUTION step07", "body": "x\n"}]
+        self.assertEqual(kit.current_paths({old: body, "other.hpp": []}), {new: body, "other.hpp": []})
+        self.assertTrue((LIB.parents[1] / new).is_file(), new)
+        self.assertFalse((LIB.parents[1] / old).exists(), old)
 
 
 if __name__ == "__main__":

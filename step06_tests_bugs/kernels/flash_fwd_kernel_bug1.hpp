@@ -79,7 +79,7 @@ struct FlashFwdKernel {
     // The key tiles this query tile can see: all of them, or with a sliding window only those from
     // the tile holding key q_first - left to the one holding key q_last + right; the tiles wholly
     // outside are skipped, neither loaded nor computed. (Without a window the bounds lie past
-    // every key, flash_fwd.hpp's kernel_window, and the range is every tile.)
+    // every key, common/window.hpp's kernel_window, and the range is every tile.)
     index_t first_key_tile = 0, end_key_tile = 0;
     // BEGIN SOLUTION step05: the window's key tiles [first_key_tile, end_key_tile), and K_ptr and V_ptr moved to the first uses(p, query_tile_index, K_ptr, V_ptr)
     const index_t q_first = query_tile_index * Q_TILE;

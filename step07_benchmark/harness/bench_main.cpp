@@ -28,7 +28,7 @@
 #include "step07_benchmark/harness/bench_stats.hpp"
 #include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/quoted_reference.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 
 namespace {
 

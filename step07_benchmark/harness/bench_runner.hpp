@@ -21,7 +21,7 @@
 #include "step07_benchmark/harness/implementation.hpp"
 #include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/timing.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 
 namespace fa2::bench {
 

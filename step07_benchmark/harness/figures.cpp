@@ -1,7 +1,7 @@
 // The figures of step07's GUIDE.md and APPENDIX.md (see figures.hpp): the kernels' own host-device formulas
-// (kernels/fast/layouts.hpp, kernels/fast/tile_scheduler.hpp), a schematic pipeline schedule and the roofline's points,
-// drawn on common/svg_canvas.hpp. Every coordinate is printed with one decimal, so the output is the same on every
-// machine.
+// (kernels/device/layouts.hpp, kernels/device/tile_scheduler.hpp), a schematic pipeline schedule and the roofline's
+// points, drawn on common/svg_canvas.hpp. Every coordinate is printed with one decimal, so the output is the same on
+// every machine.
 #include "step07_benchmark/harness/figures.hpp"
 
 #include <algorithm>
@@ -21,8 +21,8 @@
 #include "common/svg_canvas.hpp"
 #include "common/svg_plot.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
-#include "step07_benchmark/kernels/fast/layouts.hpp"
-#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 
 namespace fa2::bench::figures {
 namespace {
@@ -73,7 +73,7 @@ FragmentSlot owner_of(int row, int col, int regs, int halves, Element element) {
   for (int lane = 0; lane < 32; ++lane)
     for (int reg = 0; reg < regs; ++reg)
       for (int half = 0; half < halves; ++half) {
-        const fa2::fast::RowCol at = element(lane, reg, half);
+        const fa2::flash::RowCol at = element(lane, reg, half);
         if (at.row == row && at.col == col) return {lane, reg, half};
       }
   throw std::logic_error("no lane holds (" + std::to_string(row) + ", " + std::to_string(col) + ")");
@@ -84,27 +84,27 @@ FragmentSlot owner_of(int row, int col, int regs, int halves, Element element) {
 FragmentSlot mma_a_fragment_owner(int row, int k) {
   check_range("A row", row, 0, 15);
   check_range("A k", k, 0, 15);
-  return owner_of(row, k, 4, 2, fa2::fast::mma_a_element);
+  return owner_of(row, k, 4, 2, fa2::flash::mma_a_element);
 }
 
 FragmentSlot mma_b_fragment_owner(int k, int col) {
   check_range("B k", k, 0, 15);
   check_range("B col", col, 0, 7);
-  return owner_of(k, col, 2, 2, fa2::fast::mma_b_element);
+  return owner_of(k, col, 2, 2, fa2::flash::mma_b_element);
 }
 
 FragmentSlot mma_c_fragment_owner(int row, int col) {
   check_range("C row", row, 0, 15);
   check_range("C col", col, 0, 7);
-  return owner_of(row, col, 4, 1, [](int lane, int reg, int) { return fa2::fast::mma_c_element(lane, reg); });
+  return owner_of(row, col, 4, 1, [](int lane, int reg, int) { return fa2::flash::mma_c_element(lane, reg); });
 }
 
 // ---- ldmatrix ---------------------------------------------------------------------------------------
 RowChunk ldmatrix_address(LdmatrixOrder order, int lane) {
   check_range("lane", lane, 0, 31);
-  // What fa2_fast.cuh's addr_rows_then_chunks and addr_chunks_then_rows add to (row0, chunk0).
-  const fa2::fast::RowCol at = order == LdmatrixOrder::rows_then_chunks ? fa2::fast::ldmatrix_rows_then_chunks(lane)
-                                                                        : fa2::fast::ldmatrix_chunks_then_rows(lane);
+  // What sm80/forward.cuh's addr_rows_then_chunks and addr_chunks_then_rows add to (row0, chunk0).
+  const fa2::flash::RowCol at = order == LdmatrixOrder::rows_then_chunks ? fa2::flash::ldmatrix_rows_then_chunks(lane)
+                                                                         : fa2::flash::ldmatrix_chunks_then_rows(lane);
   return {at.row, at.col};
 }
 
@@ -113,7 +113,7 @@ BlockElement ldmatrix_element(LdmatrixOrder order, bool transposed, int lane, in
   check_range("matrix", matrix, 0, 3);
   check_range("half", half, 0, 1);
   // Row r of matrix i comes from the address lane 8 i + r gave.
-  const fa2::fast::RowCol in_matrix = fa2::fast::ldmatrix_received(lane, half, transposed);
+  const fa2::flash::RowCol in_matrix = fa2::flash::ldmatrix_received(lane, half, transposed);
   const RowChunk src = ldmatrix_address(order, 8 * matrix + in_matrix.row);
   return {src.row, src.chunk * kChunkElems + in_matrix.col};
 }
@@ -141,8 +141,8 @@ int tile_offset(int row, int chunk, int D, SmemLayout layout) {
       return row * D + chunk * kChunkElems;
     case SmemLayout::padded:
       return row * (D + kStep05Pad) + chunk * kChunkElems;
-    case SmemLayout::swizzled:  // fa2_fast.cuh's tile_offset
-      return row * D + fa2::fast::swizzled_chunk(row, chunk, chunks) * kChunkElems;
+    case SmemLayout::swizzled:  // sm80/forward.cuh's tile_offset
+      return row * D + fa2::flash::swizzled_chunk(row, chunk, chunks) * kChunkElems;
   }
   return 0;
 }
@@ -259,15 +259,15 @@ std::vector<int> persistent_block_tiles(const ScheduleProblem& sp) {
       for (int k = 0, t = scheduler.item(0, b, sp.blocks); t < scheduler.items();
            t = scheduler.item(++k, b, sp.blocks)) {
         const int q0 = scheduler.work_tile(t).q_tile * sp.block_m;
-        tiles[static_cast<std::size_t>(b)] += sp.causal
-                                                  ? fa2::fast::key_tiles<true>(sp.n, sp.block_n, q0, sp.block_m, sp.n)
-                                                  : fa2::fast::key_tiles<false>(sp.n, sp.block_n, q0, sp.block_m, sp.n);
+        tiles[static_cast<std::size_t>(b)] +=
+            sp.causal ? fa2::flash::key_tiles<true>(sp.n, sp.block_n, q0, sp.block_m, sp.n)
+                      : fa2::flash::key_tiles<false>(sp.n, sp.block_n, q0, sp.block_m, sp.n);
       }
     }
     return tiles;
   };
-  if (sp.causal) return run(fa2::fast::TileScheduler<true, true>{n_q_tiles, sp.heads});
-  return run(fa2::fast::TileScheduler<false, true>{n_q_tiles, sp.heads});
+  if (sp.causal) return run(fa2::flash::TileScheduler<true, true>{n_q_tiles, sp.heads});
+  return run(fa2::flash::TileScheduler<false, true>{n_q_tiles, sp.heads});
 }
 
 // ---- one row of the online softmax --------------------------------------------------------------------
@@ -295,7 +295,7 @@ RowState online_softmax_row(const std::vector<float>& scores, const std::vector<
       st.m = sentinel_state.m;
       st.l = sentinel_state.l;
     } else {
-      // fa2_fast.cuh's online_softmax (log2 units; scale 1 here, so scale_log2 = log2 e).
+      // sm80/forward.cuh's online_softmax (log2 units; scale 1 here, so scale_log2 = log2 e).
       float row_max = -kInf;
       for (std::size_t k = k0; k < k1; ++k) row_max = std::max(row_max, keep[k] ? scores[k] : -kInf);
       const float m_new = std::max(st.m, row_max * kLog2e);
@@ -372,7 +372,7 @@ std::string fragment_layout_svg() {
       "mma.sync.m16n8k16: which lane holds which element",
       {"Each cell names the lane (T0..T31) that holds the element in a register; the colour is the register "
        "(a[0..3], b0/b1, d[0..3]). g = lane / 4 picks the row (or n), c = 2 (lane % 4) the pair of columns (or k).",
-       "Source: step07_benchmark/kernels/fast/mma_primitives.cuh (mma_bf16_16816's table, from the PTX ISA); "
+       "Source: step07_benchmark/kernels/ptx/mma.cuh (mma_bf16_16816's table, from the PTX ISA); "
        "drawn by step07_figures."});
   double x0 = left;
   for (const auto& p : panels) {
@@ -423,7 +423,7 @@ std::string ldmatrix_svg() {
       {"Left: a 16 x 16 block in shared memory as 16 rows of two 16-byte chunks; each chunk says which lane gives "
        "its address and which matrix (= register r[i]) it becomes.",
        "Right: what one matrix delivers: lane T gets two neighbouring bf16 in one 32-bit register. Source: "
-       "fa2_fast.cuh (addr_rows_then_chunks, addr_chunks_then_rows), mma_primitives.cuh."});
+       "device/smem_tiles.cuh (addr_rows_then_chunks, addr_chunks_then_rows), ptx/mma.cuh."});
   double x0 = 60;
   const auto address_panel = [&](LdmatrixOrder order, const std::string& title, const std::string& use) {
     s.open_group("ldmatrix addresses");
@@ -505,7 +505,7 @@ std::string swizzle_banks_svg() {
       {"A row of 64 bf16 is 128 bytes = one pass over all 32 four-byte banks, so each column below is four banks. "
        "Cells show the logical chunk stored there; the framed cells",
        "are chunk 0 of rows 0-7: the eight 16-byte rows one 8 x 8 matrix of an ldmatrix reads at once. Source: "
-       "fa2_fast.cuh (tile_offset), tile_dot.hpp (kSmemPad)."});
+       "device/smem_tiles.cuh (tile_offset), tile_dot.hpp (kSmemPad)."});
   double x0 = left;
   for (const auto& p : panels) {
     s.open_group("layout " + to_string(p.layout));
@@ -583,7 +583,7 @@ std::string cp_async_pipeline_svg(const std::vector<Measurement>& results, const
             {"Schematic (box lengths are not measured). Colour = shared-memory stage written or read (blue: stage 0, "
              "orange: stage 1). Dashed red: cp.async.wait_group + __syncthreads().",
              "A wait only covers this thread's own copies; the barrier makes every thread's copies visible and "
-             "frees the stage the next load overwrites. Source: fa2_fast.cuh (key_loop_*)."});
+             "frees the stage the next load overwrites. Source: sm80/forward.cuh (key_loop_*)."});
   const std::array<const char*, 2> stage_fill = {"#aec7e8", "#ffbb78"};
   double y0 = top;
   for (std::size_t i = 0; i < rows.size(); ++i) {

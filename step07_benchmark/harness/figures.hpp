@@ -1,5 +1,5 @@
 // The figures of step07's GUIDE.md and APPENDIX.md, drawn from the kernels' own host-device formulas
-// (kernels/fast/layouts.hpp, tile_scheduler.hpp): the mma.sync m16n8k16 fragment layout,
+// (kernels/device/layouts.hpp, tile_scheduler.hpp): the mma.sync m16n8k16 fragment layout,
 // ldmatrix's addresses, the shared-memory layouts (plain, padded, XOR-swizzled) against the 32
 // banks, the cp.async pipeline, the causal masks, v6's persistent schedule and a roofline from a
 // results CSV. Host only; step07_figures writes them, step07_figures_tests checks them (ctest -L
@@ -12,7 +12,7 @@
 
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
-#include "step07_benchmark/kernels/fast/layouts.hpp"
+#include "step07_benchmark/kernels/device/layouts.hpp"
 
 namespace fa2::bench::figures {
 
@@ -31,7 +31,7 @@ FragmentSlot mma_b_fragment_owner(int k, int col);    // B: 16 x 8 (k x n)
 FragmentSlot mma_c_fragment_owner(int row, int col);  // C and D: 16 x 8 (rows x n)
 
 // ---- ldmatrix.x4: a warp loads four 8 x 8 bf16 matrices of a 16 x 16 block ----------------------
-// Lane l gives the address of row l % 8 of matrix l / 8. fa2_fast.cuh takes the four matrices in
+// Lane l gives the address of row l % 8 of matrix l / 8. sm80/forward.cuh takes the four matrices in
 // two orders (layouts.hpp's ldmatrix_rows_then_chunks and ldmatrix_chunks_then_rows):
 // addr_rows_then_chunks (the A operand: Q, P; and V with .trans) and addr_chunks_then_rows (two
 // neighbouring 8-key B operands of K).
@@ -54,13 +54,13 @@ BlockElement ldmatrix_element(LdmatrixOrder order, bool transposed, int lane, in
 // ---- shared memory and its 32 banks ------------------------------------------------------------
 inline constexpr int kBanks = 32;     // 4-byte banks; a request is served in one pass (wavefront)
 inline constexpr int kBankBytes = 4;  // when no two of its addresses need different words of a bank
-using fa2::fast::kChunkElems;         // a 16-byte chunk: what cp.async moves and what an ldmatrix row is
+using fa2::flash::kChunkElems;        // a 16-byte chunk: what cp.async moves and what an ldmatrix row is
 inline constexpr int kStep05Pad = 8;  // step05's kSmemPad (tile_dot.hpp): elements added to every row
 
 enum class SmemLayout {
   plain,     // row r, chunk c at r * D + 8 c (v5.1)
   padded,    // rows of D + kStep05Pad elements (step05's tiles)
-  swizzled,  // fa2_fast.cuh's tile_offset: chunk c ^ (r & 7), or c ^ ((r >> 1) & 3) for 4-chunk rows
+  swizzled,  // sm80/forward.cuh's tile_offset: chunk c ^ (r & 7), or c ^ ((r >> 1) & 3) for 4-chunk rows
 };
 std::string to_string(SmemLayout layout);
 
@@ -72,7 +72,7 @@ int bank_of(int element_offset);
 // many of them need the same four banks. 1: one wavefront, conflict-free; 8: eight wavefronts.
 int ldmatrix_conflict_ways(int row0, int chunk, int D, SmemLayout layout);
 
-// ---- the cp.async pipeline of the key loop (fa2_fast.cuh), as a schematic schedule --------------
+// ---- the cp.async pipeline of the key loop (sm80/forward.cuh), as a schematic schedule --------------
 enum class Pipeline {
   one_stage,    // v5.1, v5.2: load tile j, wait, compute it, barrier, load tile j + 1 (key_loop_joint_wait)
   two_stages,   // v5.3, v5.4: tile j + 1 loads into the other stage while tile j computes

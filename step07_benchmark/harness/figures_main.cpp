@@ -1,7 +1,7 @@
 // step07_figures: writes the figures of step07_benchmark/GUIDE.md and APPENDIX.md (SVG) into a directory; the
 // roofline's points come from a results CSV and its ceilings from the same run's log.
 //   build/default/step07_benchmark/step07_figures step07_benchmark/results/h200_2026-11-29/step07_results.csv
-//       step07_benchmark/results/figures        (one command, from the repository root)
+//       step07_benchmark/figures        (one command, from the repository root)
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>

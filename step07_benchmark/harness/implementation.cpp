@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "common/cuda/device_buffer.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 
 namespace fa2::bench {
 

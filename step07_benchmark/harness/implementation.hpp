@@ -2,7 +2,7 @@
 // takes a problem, what device memory it needs, and how to prepare it once and then enqueue
 // one forward pass on a stream (what the harness checks, then times).
 //
-// Our kernels come from the variants table (kernels/variants.cpp): adding a kernel with
+// Our kernels come from the variants table (kernels/lab/variants.cpp): adding a kernel with
 // flash_fwd_cuda's signature is one row there, and kernel_implementations() registers it.
 // Anything else (another library, another algorithm) fills an Implementation by hand, as
 // baselines/impl_cublas.cu and baselines/impl_torch.cpp do.
@@ -83,7 +83,7 @@ struct Implementation {
 // problem's buffers, viewed as (B*H, N, D).
 //   unsupported : narrows the problems it takes, from the Problem alone (head dims, ...);
 //   refuses     : the same from the real arguments (alignment, dtype...), asked once in
-//                 prepare, e.g. fa2::fast::unsupported_reason; "" means it runs;
+//                 prepare, e.g. a plan's refusal (fa2::flash::plan_forward); "" means it runs;
 //   backward    : the kernel's backward launcher, with flash_bwd_cuda's signature, for the
 //                 backward problems (null: it has none, and says so).
 //   chooses     : for a launcher that picks among kernels, which one these arguments get and

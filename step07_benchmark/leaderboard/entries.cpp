@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "step07_benchmark/kernels/ladder/ladder.hpp"
+#include "step07_benchmark/kernels/lab/ladder/ladder.hpp"
 
 namespace fa2::leaderboard {
 namespace {

@@ -16,7 +16,7 @@
 namespace fa2::leaderboard {
 
 // step5: step05_fa2_kernel/flash_fwd_kernel.hpp (16 x 16 tiles); v2, v3, v4: the ladder's rungs
-// (step07_benchmark/kernels/ladder/, 64 x 64 tiles).
+// (step07_benchmark/kernels/lab/ladder/, 64 x 64 tiles).
 enum class Kernel { step5, v2, v3, v4 };
 std::string to_string(Kernel kernel);
 const std::vector<std::pair<std::string, Kernel>>& kernel_words();  // for --kernel

@@ -26,7 +26,7 @@
 #include "step07_benchmark/harness/implementation.hpp"
 #include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/timing.hpp"
-#include "step07_benchmark/kernels/ladder/ladder.hpp"
+#include "step07_benchmark/kernels/lab/ladder/ladder.hpp"
 
 namespace fa2::leaderboard {
 namespace {

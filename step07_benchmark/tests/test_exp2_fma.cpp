@@ -1,4 +1,4 @@
-// The cubic 2^x that v6.15 and v6.16 compute on the FMA units (kernels/fast/exp2_fma.hpp), checked
+// The cubic 2^x that v6.15 and v6.16 compute on the FMA units (kernels/device/exp2_fma.hpp), checked
 // on the host against std::exp2 in double: the same code runs in the kernels. Run with
 // ctest -R step07_variant_host_tests, or the binary with -ts=exp2_fma.
 #include <doctest/doctest.h>
@@ -6,9 +6,9 @@
 #include <cmath>
 #include <limits>
 
-#include "step07_benchmark/kernels/fast/exp2_fma.hpp"
+#include "step07_benchmark/kernels/device/exp2_fma.hpp"
 
-using fa2::fast::exp2_fma;
+using fa2::flash::exp2_fma;
 
 TEST_SUITE("exp2_fma") {
   TEST_CASE("the cubic's 2^x is within 1e-4 relative of std::exp2 for x from -126 to 16") {

@@ -21,8 +21,8 @@
 #include "step07_benchmark/harness/bench_problem.hpp"
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/figures.hpp"
-#include "step07_benchmark/kernels/fast/layouts.hpp"
-#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 
 using namespace fa2::bench;
 using namespace fa2::bench::figures;
@@ -31,7 +31,7 @@ namespace {
 
 const std::string kSource = fa2::testing::source_dir();
 const std::string kRecord = "step07_benchmark/results/h200_2026-11-29";
-const std::string kFigures = "step07_benchmark/results/figures";
+const std::string kFigures = "step07_benchmark/figures";
 
 std::string read(const std::string& relative) {
   std::ifstream in(kSource + "/" + relative, std::ios::binary);
@@ -273,7 +273,7 @@ TEST_SUITE("figures") {
     // accumulate_pv and pack_probabilities pack A register r of keys 16 kk .. 16 kk + 15 from
     // accumulator tile 2 kk + p_source_tile(r), elements p_source_element(r) and the next: for
     // every lane both halves are the (row, key) the A fragment needs there.
-    using namespace fa2::fast;
+    using namespace fa2::flash;
     for (int lane = 0; lane < 32; ++lane) {
       for (int r = 0; r < 4; ++r) {
         for (int half = 0; half < 2; ++half) {

@@ -1,8 +1,8 @@
-// The K/V ring of v6's warp-specialised kernel (kernels/fast/hopper/), reduced to its protocol and
+// The K/V ring of v6's warp-specialised kernel (kernels/sm90/), reduced to its protocol and
 // checked on the host over every interleaving. A producer fills stages with tiles 0, 1, 2, ...;
 // warpgroups wait for a tile on its stage's `full` barrier, read it, and hand the stage back on
 // its `empty` barrier. Producer and warpgroups place each tile with the kernel's own
-// PipelineState (hopper/pipeline.hpp: its stage, the phase a wait names, whether the producer
+// PipelineState (sm90/pipeline.hpp: its stage, the phase a wait names, whether the producer
 // must wait for a release and of which phase), and a causal warpgroup's share of the tiles is the
 // kernel's causal_key_tiles (tile_scheduler.hpp). An mbarrier counts arrivals without knowing
 // which round they belong to, and a waiter names a phase by its parity only, so the protocol is
@@ -10,7 +10,7 @@
 // skips the tiles past its rows, and must still release them: step07's APPENDIX.md (D.4) tells how
 // releasing them before they had landed let the producer overwrite a stage that a slower
 // warpgroup was still reading. The model finds that interleaving, and finds none once a skipped
-// tile is released only after it has landed (the order of hopper/consumer.cuh's last branch).
+// tile is released only after it has landed (the order of sm90/consumer.cuh's last branch).
 //
 // The model keeps one `full` and one `empty` per stage (the kernel has one of each for K and one
 // for V; each pair follows the same rules) and one arrival per warpgroup (the kernel: per warp).
@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "common/window.hpp"
-#include "step07_benchmark/kernels/fast/hopper/pipeline.hpp"
-#include "step07_benchmark/kernels/fast/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/sm90/pipeline.hpp"
 
 namespace {
 
@@ -89,7 +89,7 @@ struct Outcome {
 // PipelineState<STAGES>{r}, for the producer and the warpgroups alike.
 template <int STAGES>
 Outcome explore(const Ring& ring) {
-  using State_ = fa2::fast::PipelineState<STAGES>;
+  using State_ = fa2::flash::PipelineState<STAGES>;
   const int T = ring.tiles, W = static_cast<int>(ring.seen.size());
   State start;
   start.step.assign(ring.seen.size(), 0);
@@ -110,7 +110,7 @@ Outcome explore(const Ring& ring) {
       todo.push_back(std::move(next));
     };
 
-    // The producer (hopper/producer.cuh): tile r into its stage once, if the stage held a tile
+    // The producer (sm90/producer.cuh): tile r into its stage once, if the stage held a tile
     // before, that tile's release (the phase before this round's) has completed.
     if (st.produced < T) {
       const State_ tile{st.produced};
@@ -127,7 +127,7 @@ Outcome explore(const Ring& ring) {
         go(next);
       }
     }
-    // The warpgroups (hopper/consumer.cuh).
+    // The warpgroups (sm90/consumer.cuh).
     for (int w = 0; w < W; ++w) {
       const int step = at(st.step, w);
       if (step == 2 * T) continue;
@@ -178,7 +178,7 @@ Outcome explore(const Ring& ring) {
 std::vector<int> causal_seen(int q0, int warpgroups, int block_n, int n_tiles) {
   std::vector<int> seen;
   for (int wg = 0; wg < warpgroups; ++wg) {
-    seen.push_back(fa2::fast::causal_key_tiles(q0 + 64 * wg + 63, block_n, n_tiles));
+    seen.push_back(fa2::flash::causal_key_tiles(q0 + 64 * wg + 63, block_n, n_tiles));
   }
   return seen;
 }
@@ -194,7 +194,7 @@ std::string describe(const Ring& r) {
 
 TEST_SUITE("variants") {
   TEST_CASE("v6's PipelineState: tile r sits in stage r % STAGES and waits for the parity of its round") {
-    using fa2::fast::PipelineState;
+    using fa2::flash::PipelineState;
     constexpr PipelineState<3> first{0}, r7{7};
     static_assert(first.stage() == 0 && first.phase() == 0 && !first.refills());
     static_assert(r7.stage() == 1 && r7.phase() == 0 && r7.refills() && r7.release_phase() == 1);
@@ -251,7 +251,7 @@ TEST_SUITE("variants") {
     };
     for (const Case& c : {Case{2, 64, 384}, Case{3, 128, 384}, Case{3, 64, 192}}) {
       const int n_keys = c.q0 + 64 * c.warpgroups;  // N_KEYS = N_QUERIES, the query tile the last
-      const int n_tiles = fa2::fast::key_tiles<true>(n_keys, c.block_n, c.q0, 64 * c.warpgroups, n_keys);
+      const int n_tiles = fa2::flash::key_tiles<true>(n_keys, c.block_n, c.q0, 64 * c.warpgroups, n_keys);
       const std::vector<int> seen = causal_seen(c.q0, c.warpgroups, c.block_n, n_tiles);
       REQUIRE(*std::min_element(seen.begin(), seen.end()) < n_tiles);  // some warpgroup skips a tile
       for (int stages : {2, 3, 4}) {
@@ -272,24 +272,24 @@ TEST_SUITE("variants") {
     // Every work item of two warpgroups (128 rows) against the keys each query sees (window.hpp's
     // sees, with -1 for an unbounded side), for windows as the tests use them and the bounds the
     // launch gives the kernel (an unbounded side clamped to the lengths).
-    using fa2::fast::KeyTileRange;
+    using fa2::flash::KeyTileRange;
     const auto check = [](bool causal, fa2::Window window, int n_queries, int n_keys, int block_n) {
       const int left = window.left < 0 ? n_queries : static_cast<int>(std::min<fa2::index_t>(window.left, n_queries));
       const int right = window.right < 0 ? n_keys : static_cast<int>(std::min<fa2::index_t>(window.right, n_keys));
       const int key_tiles = (n_keys + block_n - 1) / block_n;
       for (int q0 = 0; q0 < n_queries; q0 += 128) {
         const KeyTileRange range =
-            causal ? fa2::fast::window_key_tiles<true>(n_keys, block_n, q0, 128, n_queries, left, right)
-                   : fa2::fast::window_key_tiles<false>(n_keys, block_n, q0, 128, n_queries, left, right);
-        const KeyTileRange walked = fa2::fast::at_least_one_tile(range, n_keys, block_n);
+            causal ? fa2::flash::window_key_tiles<true>(n_keys, block_n, q0, 128, n_queries, left, right)
+                   : fa2::flash::window_key_tiles<false>(n_keys, block_n, q0, 128, n_queries, left, right);
+        const KeyTileRange walked = fa2::flash::at_least_one_tile(range, n_keys, block_n);
         CHECK(walked.count() >= 1);
         CHECK(walked.first >= 0);
         CHECK(walked.end <= key_tiles);
         int lowest = key_tiles, highest = -1;  // the tiles the item's queries see
         for (int wg = 0; wg < 2; ++wg) {
           const int last = q0 + 64 * wg + 63;
-          const int seen = causal ? fa2::fast::warpgroup_key_tiles<true, true>(walked, last, block_n, right)
-                                  : fa2::fast::warpgroup_key_tiles<false, true>(walked, last, block_n, right);
+          const int seen = causal ? fa2::flash::warpgroup_key_tiles<true, true>(walked, last, block_n, right)
+                                  : fa2::flash::warpgroup_key_tiles<false, true>(walked, last, block_n, right);
           CHECK(seen >= 1);
           CHECK(seen <= walked.count());
           for (int q = q0 + 64 * wg; q <= last && q < n_queries; ++q) {
@@ -337,11 +337,11 @@ TEST_SUITE("variants") {
         if (heads % kv_group != 0) continue;
         for (const int n_q_tiles : {1, 3, 32}) {
           INFO(heads, " heads, groups of ", kv_group, ", ", n_q_tiles, " query tiles");
-          const fa2::fast::TileScheduler<false, true> sched{n_q_tiles, heads, kv_group};
+          const fa2::flash::TileScheduler<false, true> sched{n_q_tiles, heads, kv_group};
           REQUIRE(sched.items() == heads * n_q_tiles);
           std::set<std::pair<int, int>> seen;
           for (int t = 0; t < sched.items(); ++t) {
-            const fa2::fast::WorkTile w = sched.work_tile(t);
+            const fa2::flash::WorkTile w = sched.work_tile(t);
             REQUIRE(w.q_tile == t % n_q_tiles);  // a head's query tiles one after the other
             REQUIRE(w.bh >= 0);
             REQUIRE(w.bh < heads);

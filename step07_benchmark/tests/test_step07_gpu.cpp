@@ -29,7 +29,7 @@
 #include "step07_benchmark/harness/bench_stats.hpp"
 #include "step07_benchmark/harness/nvml.hpp"
 #include "step07_benchmark/harness/timing.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 
 using namespace fa2;
 using namespace fa2::bench;

@@ -23,13 +23,26 @@
 #include "step05_fa2_kernel/flash_bwd_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_bwd_test_support_cuda.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
-#include "step07_benchmark/kernels/fast/flash_attention.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
+#include "step07_benchmark/kernels/product/flash_attention.hpp"
 
 using fa2::testing::gpu_runner;
 using fa2::variants::kernel_variants;
 
 namespace {
+
+// The current GPU's SM count (the sm90 backward's plan asks for two blocks per SM).
+int sm_count() {
+  int device = 0, count = 0;
+  FA2_CUDA_CHECK(cudaGetDevice(&device));
+  FA2_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
+  return count;
+}
+
+// The product's forward on the sm80 path, checks first (what kernel="fast" runs without sm_90).
+void run_sm80_forward(const fa2::FlashFwdArgs& args) {
+  fa2::flash::run(fa2::flash::plan_forward(args, fa2::flash::Path::sm80));
+}
 
 // Shapes beyond the article's: causal with N_q != N_k (both ways), lengths that are not
 // multiples of the 64 and 128 tiles, a single query, one key, and every supported head dim.
@@ -63,7 +76,7 @@ bool runs_here(const fa2::variants::KernelVariant& v) {
     return false;
   }
   if (v.family != "hopper") return true;
-  const std::string why = fa2::fast::hopper_unavailable();
+  const std::string why = fa2::flash::sm90_unavailable();
   if (why.empty()) return true;
   MESSAGE(v.key, " not run: ", why);
   return false;
@@ -71,7 +84,7 @@ bool runs_here(const fa2::variants::KernelVariant& v) {
 
 // Whether a row of v5 or v6 (or a tuned entry over them) takes a sliding window: every one but v6's
 // rows that load with cp.async (v6.1 to v6.5) or compute with three warpgroups, whose windowed
-// twins are not built (hopper/config.cuh, TAKES_WINDOW).
+// twins are not built (sm90/config.cuh, TAKES_WINDOW).
 bool takes_window(std::string_view key) {
   static constexpr std::string_view refusing[] = {"v6.1", "v6.2", "v6.3", "v6.4", "v6.5", "v6.8", "v6.12", "v6.16"};
   return std::find(std::begin(refusing), std::end(refusing), key) == std::end(refusing);
@@ -103,7 +116,8 @@ std::vector<const fa2::variants::KernelVariant*> fast_backwards() {
 fa2::CudaBwdLaunchFn backward_given_parts = nullptr;
 void with_group_parts(const fa2::FlashBwdArgs& args, ::CUstream_st* stream) {
   fa2::FlashBwdArgs a = args;
-  const auto count = static_cast<std::size_t>(fa2::fast::dkv_partial_count(a.q_shape, a.k_shape));
+  // The product's plan sizes the workspace for this GPU (0 where the sm90 backward would not split).
+  const auto count = static_cast<std::size_t>(fa2::flash::plan_backward(a, fa2::flash::Path::sm90).dkv_partial_floats);
   fa2::cuda::DeviceBuffer<float> parts(count);
   if (count > 0) FA2_CUDA_CHECK(cudaMemsetAsync(parts.data(), 0xFF, parts.bytes(), stream));
   a.dkv_partial = parts.data();
@@ -197,14 +211,14 @@ TEST_SUITE("gpu+variants") {
     fa2::Tensor<float, 2> l(fa2::Extents<2>{1, 64});
     auto args = fa2::make_flash_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.view(), l.view(), false);
     args.window = {8, 0};
-    if (fa2::fast::hopper_unavailable().empty()) {
-      CHECK(fa2::fast::hopper_unsupported_reason(args).empty());
-      CHECK(fa2::fast::best_forward(args) == "v6");
+    if (fa2::flash::sm90_unavailable().empty()) {
+      CHECK(fa2::flash::plan_forward(args, fa2::flash::Path::sm90).refused.empty());
+      CHECK(fa2::variants::product_forward_choice(args) == "v6");
       for (const bool causal : {false, true}) {
         args.causal = causal;
         for (const int D : {64, 128}) {
           args.q_shape[2] = args.k_shape[2] = args.v_shape[2] = D;
-          CHECK(takes_window(fa2::fast::plan_forward(args).kernel));
+          CHECK(takes_window(fa2::flash::plan_forward(args).kernel));
         }
       }
     }
@@ -262,13 +276,13 @@ TEST_SUITE("gpu+variants") {
     const auto args = [&](fa2::Tensor<fa2::bf16, 3>& x) {
       return fa2::make_flash_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.view(), l.view(), true);
     };
-    const std::string why_not_v6 = fa2::fast::hopper_unavailable();
+    const std::string why_not_v6 = fa2::flash::sm90_unavailable();
     if (why_not_v6.empty()) {
-      CHECK(fa2::fast::best_forward(args(x64)) == "v6");
+      CHECK(fa2::variants::product_forward_choice(args(x64)) == "v6");
     } else {
-      CHECK(fa2::fast::best_forward(args(x64)) == "v5 (" + why_not_v6 + ")");
+      CHECK(fa2::variants::product_forward_choice(args(x64)) == "v5 (" + why_not_v6 + ")");
     }
-    CHECK(fa2::fast::best_forward(args(x32)) == "v5 (head_dim: v6 takes 64 or 128)");
+    CHECK(fa2::variants::product_forward_choice(args(x32)) == "v5 (head_dim: v6 takes 64 or 128)");
   }
 
   TEST_CASE("GPU: the fast backward runs v6b where it can and v5's elsewhere, and says which and why") {
@@ -280,18 +294,19 @@ TEST_SUITE("gpu+variants") {
       return fa2::make_flash_bwd_args<fa2::bf16>(x.cview(), x.cview(), x.cview(), x.cview(), rows.cview(), x.cview(),
                                                  rows.view(), x.view(), acc.view(), x.view(), x.view(), true);
     };
-    const std::string why_not_v6 = fa2::fast::hopper_unavailable();
-    const auto plan = fa2::fast::plan_backward(args(x64, acc64));
+    const std::string why_not_v6 = fa2::flash::sm90_unavailable();
+    const auto plan = fa2::flash::plan_backward(args(x64, acc64));
     REQUIRE(plan.runs());
     if (why_not_v6.empty()) {
-      CHECK(fa2::fast::best_backward(args(x64, acc64)) == "v6b");
+      CHECK(fa2::variants::product_backward_choice(args(x64, acc64)) == "v6b");
       CHECK(plan.kernel.starts_with("v6b."));
     } else {
-      CHECK(fa2::fast::best_backward(args(x64, acc64)) == "v5 (v6b needs what v6 needs; " + why_not_v6 + ")");
+      CHECK(fa2::variants::product_backward_choice(args(x64, acc64)) ==
+            "v5 (v6b needs what v6 needs; " + why_not_v6 + ")");
       CHECK(plan.kernel.starts_with("v5b."));
     }
-    CHECK(fa2::fast::best_backward(args(x32, acc32)) == "v5 (head_dim: v6b takes 64 or 128)");
-    CHECK(fa2::fast::plan_backward(args(x64, acc64), fa2::fast::Backward::v5).kernel.starts_with("v5b."));
+    CHECK(fa2::variants::product_backward_choice(args(x32, acc32)) == "v5 (head_dim: v6b takes 64 or 128)");
+    CHECK(fa2::flash::plan_backward(args(x64, acc64), fa2::flash::Path::sm80).kernel.starts_with("v5b."));
   }
 
   TEST_CASE("GPU: every fast backward gives the float64 reference's gradients on the article's shapes") {
@@ -350,7 +365,8 @@ TEST_SUITE("gpu+variants") {
                                                      {32, 17, 2500, D, 32},
                                                      {4, 33, 1000, D, 4},
                                                      {6, 257, 129, D, 6}}) {
-          REQUIRE(fa2::fast::backward_group_splits({shape.B, shape.N_q, D}, {shape.B_kv(), shape.N_k, D}) > 1);
+          REQUIRE(fa2::flash::backward_group_splits({shape.B, shape.N_q, D}, {shape.B_kv(), shape.N_k, D},
+                                                    2LL * sm_count()) > 1);
           for (bool deterministic : {false, true}) {
             check_backward_shape(with_group_parts, shape, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(),
                                  deterministic);
@@ -462,7 +478,7 @@ TEST_SUITE("gpu+variants") {
   TEST_CASE("GPU: the tuned fast backward addresses batch strides past 2^31 elements in 64 bits") {
     FA2_SKIP_WITHOUT_GPU();
     for (bool causal : {false, true})
-      fa2::testing::check_backward_batch_stride_past_2_31(&fa2::fast::flash_bwd_fast, causal);
+      fa2::testing::check_backward_batch_stride_past_2_31(&fa2::flash::backward, causal);
   }
 
   TEST_CASE("GPU: every fast backward, deterministic, gives the reference's gradients on ragged and unequal lengths") {
@@ -487,10 +503,11 @@ TEST_SUITE("gpu+variants") {
       const char* name;
       fa2::CudaBwdLaunchFn launch;
     };
-    std::vector<Backward> backwards = {
-        {"step05", &fa2::flash_bwd_cuda}, {"v5", &fa2::fast::flash_bwd_v5}, {"fast", &fa2::fast::flash_bwd_fast}};
-    if (const std::string why = fa2::fast::hopper_unavailable(); why.empty()) {
-      backwards.push_back({"v6b", &fa2::fast::flash_bwd_hopper});
+    std::vector<Backward> backwards = {{"step05", &fa2::flash_bwd_cuda},
+                                       {"v5", fa2::variants::kernel_variant("v5").cuda_backward},
+                                       {"fast", &fa2::flash::backward}};
+    if (const std::string why = fa2::flash::sm90_unavailable(); why.empty()) {
+      backwards.push_back({"v6b", fa2::variants::kernel_variant("v6b").cuda_backward});
     } else {
       MESSAGE("v6b not run: ", why);
     }
@@ -535,7 +552,7 @@ TEST_SUITE("gpu+variants") {
     const fa2::testing::BwdInputs<fa2::bf16> in(fa2::testing::FlashShape{4, 1024, 1024, 64}, rng);
     const auto fwd = fa2::flash_attention_cuda<fa2::bf16>(in.Q.cview(), in.K.cview(), in.V.cview(), false);
     const auto run = [&] {
-      return fa2::run_backward_with_device_tensors<fa2::bf16>(&fa2::fast::flash_bwd_fast, in.Q.cview(), in.K.cview(),
+      return fa2::run_backward_with_device_tensors<fa2::bf16>(&fa2::flash::backward, in.Q.cview(), in.K.cview(),
                                                               in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(),
                                                               false);
     };
@@ -616,18 +633,17 @@ TEST_SUITE("variants") {
     fa2::Tensor<float, 3> q({1, 8, 64});
     fa2::Tensor<float, 2> l({1, 8});
     auto a = fa2::make_flash_args<float>(q.cview(), q.cview(), q.cview(), q.view(), l.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(a), doctest::Contains("takes bfloat16 or float16"),
-                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(run_sm80_forward(a), doctest::Contains("takes bfloat16 or float16"), std::invalid_argument);
     fa2::Tensor<fa2::bf16, 3> h({1, 8, 16});
     fa2::Tensor<float, 2> lh({1, 8});
     auto b = fa2::make_flash_args<fa2::bf16>(h.cview(), h.cview(), h.cview(), h.view(), lh.view(), false);
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(b), doctest::Contains("32, 64 or 128"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(run_sm80_forward(b), doctest::Contains("32, 64 or 128"), std::invalid_argument);
     fa2::Tensor<fa2::bf16, 3> h64({1, 8, 64});
     auto c =
         fa2::make_flash_args<fa2::bf16>(h64.cview(), h64.cview(), h64.cview(), h64.view(), lh.view(), false, -1.0f);
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_fwd_fast(c), doctest::Contains("positive"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(run_sm80_forward(c), doctest::Contains("positive"), std::invalid_argument);
     // The plan says the same without throwing, and names no kernel.
-    const fa2::fast::ForwardPlan plan = fa2::fast::plan_forward(b);
+    const fa2::flash::ForwardPlan plan = fa2::flash::plan_forward(b);
     CHECK_FALSE(plan.runs());
     CHECK(plan.refused == "head_dim: the fast kernel takes 32, 64 or 128");
     CHECK_FALSE(static_cast<bool>(plan.launch));
@@ -666,7 +682,7 @@ TEST_SUITE("variants") {
                            std::invalid_argument);
       CHECK_THROWS_WITH_AS(v.cuda(b, nullptr), doctest::Contains("takes bfloat16 or float16"), std::invalid_argument);
     }
-    CHECK(fa2::fast::hopper_unsupported_reason(a) == "head_dim: v6 takes 64 or 128");
+    CHECK(fa2::flash::plan_forward(a, fa2::flash::Path::sm90).refused == "head_dim: v6 takes 64 or 128");
   }
 
   TEST_CASE("the fast backward refuses what it does not support, naming the argument") {
@@ -679,7 +695,7 @@ TEST_SUITE("variants") {
     fa2::Tensor<fa2::bf16, 3> x16({1, 8, 16}), g16({1, 8, 16});
     fa2::Tensor<float, 2> rows({1, 8});
     fa2::Tensor<float, 3> acc16({1, 8, 16});
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(args(x16, g16, rows, acc16)), doctest::Contains("32, 64 or 128"),
+    CHECK_THROWS_WITH_AS(fa2::flash::backward(args(x16, g16, rows, acc16)), doctest::Contains("32, 64 or 128"),
                          std::invalid_argument);
     // dK rows of 65 elements: not 16-byte aligned.
     fa2::Tensor<fa2::bf16, 3> x({1, 8, 64});
@@ -688,7 +704,7 @@ TEST_SUITE("variants") {
     fa2::Tensor<fa2::bf16, 3> g_ok({1, 8, 64});
     auto a = args(x, g_ok, rows, acc);
     a.dk = g.view().data(), a.dk_strides = g.strides();
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a), doctest::Contains("dK: the fast backward needs 16-byte aligned"),
+    CHECK_THROWS_WITH_AS(fa2::flash::backward(a), doctest::Contains("dK: the fast backward needs 16-byte aligned"),
                          std::invalid_argument);
     // More key tiles than a grid dimension holds: refused before any launch. The views point at
     // no memory; nothing reads them.
@@ -698,24 +714,24 @@ TEST_SUITE("variants") {
       const fa2::TensorView<fa2::bf16, 3> q_view(fake, {1, 8, 64}), k_view(fake, {1, too_many_keys, 64});
       auto big = fa2::make_flash_bwd_args<fa2::bf16>(q_view, k_view, k_view, q_view, rows.cview(), q_view, rows.view(),
                                                      q_view, acc.view(), k_view, k_view, false);
-      CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(big), doctest::Contains("needs more than 65535 key tiles"),
+      CHECK_THROWS_WITH_AS(fa2::flash::backward(big), doctest::Contains("needs more than 65535 key tiles"),
                            std::invalid_argument);
     }
     // Deterministic gradients without the counters they take turns on.
     a = args(x, g_ok, rows, acc);
     a.deterministic = true;
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a),
+    CHECK_THROWS_WITH_AS(fa2::flash::backward(a),
                          doctest::Contains("dq_semaphores: deterministic gradients on the fast backward need"),
                          std::invalid_argument);
     // A workspace for the parts of a group spread over blocks that is not 16-byte aligned.
     a = args(x, g_ok, rows, acc);
     a.dkv_partial = acc.view().data() + 1;
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a),
+    CHECK_THROWS_WITH_AS(fa2::flash::backward(a),
                          doctest::Contains("dkv_partial: the fast backward needs it 16-byte aligned"),
                          std::invalid_argument);
     // A bad shape is validate()'s: named as for every backward.
     a = args(x, g_ok, rows, acc);
     a.do_shape = {1, 9, 64};
-    CHECK_THROWS_WITH_AS(fa2::fast::flash_bwd_fast(a), doctest::Contains("dO.shape"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(fa2::flash::backward(a), doctest::Contains("dO.shape"), std::invalid_argument);
   }
 }

@@ -9,9 +9,10 @@
 #include <string>
 
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
-#include "step07_benchmark/kernels/fast/flash_attention.hpp"
-#include "step07_benchmark/kernels/fast/variant_rows.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/rows.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
+#include "step07_benchmark/kernels/product/flash_attention.hpp"
+#include "step07_benchmark/kernels/product/rows.hpp"
 
 using fa2::testing::host_runner;
 using fa2::variants::kernel_variants;
@@ -63,29 +64,35 @@ TEST_SUITE("variants") {
   }
 
   TEST_CASE("v6b spreads a group of query heads over blocks only where few kv heads leave it short of blocks") {
-    using fa2::fast::backward_group_splits, fa2::fast::dkv_partial_count, fa2::fast::kMinBackwardBlocks;
-    // Q and K batch elements (B x H and B x H_kv), N, D.
-    CHECK(backward_group_splits({64, 4096, 128}, {64, 4096, 128}) == 1);  // multi-head: no group
-    CHECK(backward_group_splits({64, 4096, 128}, {16, 4096, 128}) == 1);  // H_kv = 8, B = 2: 512 blocks
-    CHECK(backward_group_splits({64, 4096, 128}, {2, 4096, 128}) == 8);   // multi-query: 64 blocks -> 512
-    CHECK(backward_group_splits({64, 8192, 128}, {2, 8192, 128}) == 4);   // 128 blocks -> 512
-    CHECK(backward_group_splits({16, 300, 64}, {2, 257, 64}) == 8);       // 6 blocks: one head per block
-    CHECK(backward_group_splits({6, 257, 64}, {1, 129, 64}) == 6);        // a group of 6: 1, 2, 3 or 6 parts
-    CHECK(dkv_partial_count({64, 4096, 128}, {16, 4096, 128}) == 0);
-    CHECK(dkv_partial_count({64, 4096, 128}, {2, 4096, 128}) == 2 * 2 * 8 * 4096 * 128);
-    for (const fa2::index_t group : {1, 2, 3, 4, 6, 8, 12, 32}) {
-      for (const fa2::index_t kv_batch : {1, 2, 3, 5, 16, 300}) {
-        for (const fa2::index_t N_k : {1, 127, 128, 129, 1000, 4096, 8192, 40000}) {
-          INFO("group ", group, ", ", kv_batch, " K batch elements, N_k ", N_k);
-          const fa2::Extents<3> q{kv_batch * group, 100, 64}, k{kv_batch, N_k, 64};
-          const fa2::index_t splits = backward_group_splits(q, k);
-          const fa2::index_t blocks = kv_batch * ((N_k + 127) / 128);
-          CHECK(group % splits == 0);
-          CHECK((blocks * splits >= kMinBackwardBlocks || splits == group));  // enough blocks, or all there is
-          for (fa2::index_t fewer = 1; fewer < splits; ++fewer) {             // and no fewer parts would do
-            if (group % fewer == 0) CHECK(blocks * fewer < kMinBackwardBlocks);
+    using fa2::flash::backward_group_splits, fa2::flash::dkv_partial_count;
+    // Q and K batch elements (B x H and B x H_kv), N, D; the blocks the plan asks for on a GPU of
+    // 132 SMs (an H100 or H200), and on one of 48.
+    constexpr long long kBlocks = 2 * 132;
+    CHECK(backward_group_splits({64, 4096, 128}, {64, 4096, 128}, kBlocks) == 1);  // multi-head: no group
+    CHECK(backward_group_splits({64, 4096, 128}, {16, 4096, 128}, kBlocks) == 1);  // H_kv = 8, B = 2: 512 blocks
+    CHECK(backward_group_splits({64, 4096, 128}, {2, 4096, 128}, kBlocks) == 8);   // multi-query: 64 blocks -> 512
+    CHECK(backward_group_splits({64, 8192, 128}, {2, 8192, 128}, kBlocks) == 4);   // 128 blocks -> 512
+    CHECK(backward_group_splits({64, 8192, 128}, {2, 8192, 128}, 2 * 48) == 1);    // 128 blocks fill 48 SMs
+    CHECK(backward_group_splits({16, 300, 64}, {2, 257, 64}, kBlocks) == 8);       // 6 blocks: one head per block
+    CHECK(backward_group_splits({6, 257, 64}, {1, 129, 64}, kBlocks) == 6);        // a group of 6: 1, 2, 3 or 6 parts
+    CHECK(dkv_partial_count({16, 4096, 128}, 1) == 0);
+    CHECK(dkv_partial_count({2, 4096, 128}, 8) == 2 * 2 * 8 * 4096 * 128);
+    for (const long long min_blocks : {2LL * 48, kBlocks}) {
+      for (const fa2::index_t group : {1, 2, 3, 4, 6, 8, 12, 32}) {
+        for (const fa2::index_t kv_batch : {1, 2, 3, 5, 16, 300}) {
+          for (const fa2::index_t N_k : {1, 127, 128, 129, 1000, 4096, 8192, 40000}) {
+            INFO("group ", group, ", ", kv_batch, " K batch elements, N_k ", N_k, ", ", min_blocks, " blocks");
+            const fa2::Extents<3> q{kv_batch * group, 100, 64}, k{kv_batch, N_k, 64};
+            const fa2::index_t splits = backward_group_splits(q, k, min_blocks);
+            const fa2::index_t blocks = kv_batch * ((N_k + 127) / 128);
+            CHECK(group % splits == 0);
+            CHECK((blocks * splits >= min_blocks || splits == group));  // enough blocks, or all there is
+            for (fa2::index_t fewer = 1; fewer < splits; ++fewer) {     // and no fewer parts would do
+              if (group % fewer == 0) CHECK(blocks * fewer < min_blocks);
+            }
+            CHECK(dkv_partial_count(k, static_cast<int>(splits)) ==
+                  (splits > 1 ? 2 * kv_batch * splits * N_k * 64 : 0));
           }
-          CHECK(dkv_partial_count(q, k) == (splits > 1 ? 2 * kv_batch * splits * N_k * 64 : 0));
         }
       }
     }
@@ -130,42 +137,59 @@ TEST_SUITE("variants") {
     }
   }
 
-  TEST_CASE("the tuned entries run the rows their picks in variants.def name") {
-    using fa2::fast::Family;
-    using fa2::fast::picked_row;
-    using fa2::fast::row_index;
-    // v6: v6.11, except where another configuration won every round: at head dim 64 without a mask
-    // v6.17 on [2^15, 2^17) query rows, v6.14 on [2^18, 2^19), v6.12 from 2^19; with it v6.17 on
-    // [2^16, 2^18); at 128 v6.11 throughout.
-    CHECK(picked_row<Family::v6>("v6", 64, false, (1 << 15) - 1) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 15) == row_index<Family::v6>("v6.17"));
-    CHECK(picked_row<Family::v6>("v6", 64, false, (1 << 17) - 1) == row_index<Family::v6>("v6.17"));
-    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 17) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 18) == row_index<Family::v6>("v6.14"));
-    CHECK(picked_row<Family::v6>("v6", 64, false, 1 << 19) == row_index<Family::v6>("v6.12"));
-    CHECK(picked_row<Family::v6>("v6", 64, true, (1 << 16) - 1) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 64, true, 1 << 16) == row_index<Family::v6>("v6.17"));
-    CHECK(picked_row<Family::v6>("v6", 64, true, 1 << 18) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 128, false, 1 << 20) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 128, true, 1 << 20) == row_index<Family::v6>("v6.11"));
-    CHECK(picked_row<Family::v6>("v6", 32, false, 0) == -1);
-    // v5: v5.4 and v5.11 up to head dim 64, v5.8 and v5.14 at 128; the backward v5b.11, v5b.7 at 128.
-    CHECK(picked_row<Family::v5>("v5", 32, false, 0) == row_index<Family::v5>("v5.4"));
-    CHECK(picked_row<Family::v5>("v5", 64, true, 0) == row_index<Family::v5>("v5.11"));
-    CHECK(picked_row<Family::v5>("v5", 128, false, 0) == row_index<Family::v5>("v5.8"));
-    CHECK(picked_row<Family::v5>("v5", 128, true, 0) == row_index<Family::v5>("v5.14"));
-    CHECK(picked_row<Family::v5b>("v5", 32, true, 0) == row_index<Family::v5b>("v5b.11"));
-    CHECK(picked_row<Family::v5b>("v5", 128, false, 0) == row_index<Family::v5b>("v5b.7"));
-    // v6b: the 128-query steps at head dim 64, the producer warpgroup at 128.
-    CHECK(picked_row<Family::v6b>("v6b", 64, false, 0) == row_index<Family::v6b>("v6b.3"));
-    CHECK(picked_row<Family::v6b>("v6b", 64, true, 1 << 20) == row_index<Family::v6b>("v6b.3"));
-    CHECK(picked_row<Family::v6b>("v6b", 128, false, 0) == row_index<Family::v6b>("v6b.4"));
-    CHECK(picked_row<Family::v6b>("v6b", 128, true, 1 << 20) == row_index<Family::v6b>("v6b.4"));
-    CHECK(picked_row<Family::v6b>("v6b", 32, false, 0) == -1);
-    // The product compiles what the picks name; the lab the rest of each row's head dims.
-    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 32, false) == fa2::fast::Part::product);
-    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.4"), 64, true) == fa2::fast::Part::lab);
-    CHECK(fa2::fast::part_of<Family::v5>(row_index<Family::v5>("v5.1"), 128, false) == fa2::fast::Part::none);
+  TEST_CASE("the product's plans run the rows their picks in kernels.def name") {
+    using fa2::flash::Family, fa2::flash::Part, fa2::flash::ProductRows, fa2::lab::LabRows;
+    const auto pick = [](Family f, int head_dim, bool causal, long long query_rows, bool window = false) {
+      return fa2::flash::picked_row_key(f, head_dim, causal, window, query_rows);
+    };
+    // The sm90 forward: v6.11, except where another configuration won every round: at head dim 64
+    // without a mask v6.17 on [2^15, 2^17) query rows, v6.14 on [2^18, 2^19), v6.12 from 2^19; with
+    // it v6.17 on [2^16, 2^18); at 128 v6.11 throughout. With a window, v6.17 at 64 and v6.11 at 128.
+    CHECK(pick(Family::sm90_forward, 64, false, (1 << 15) - 1) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 15) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 64, false, (1 << 17) - 1) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 17) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 18) == "v6.14");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 19) == "v6.12");
+    CHECK(pick(Family::sm90_forward, 64, true, (1 << 16) - 1) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 64, true, 1 << 16) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 64, true, 1 << 18) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 128, false, 1 << 20) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 128, true, 1 << 20) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 19, true) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 128, true, 0, true) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 32, false, 0).empty());
+    // The sm80 path: v5.4 and v5.11 up to head dim 64, v5.8 and v5.14 at 128, with a window too;
+    // the backward v5b.11, v5b.7 at 128.
+    CHECK(pick(Family::sm80_forward, 32, false, 0) == "v5.4");
+    CHECK(pick(Family::sm80_forward, 64, true, 0) == "v5.11");
+    CHECK(pick(Family::sm80_forward, 64, true, 0, true) == "v5.11");
+    CHECK(pick(Family::sm80_forward, 128, false, 0) == "v5.8");
+    CHECK(pick(Family::sm80_forward, 128, true, 0) == "v5.14");
+    CHECK(pick(Family::sm80_backward, 32, true, 0) == "v5b.11");
+    CHECK(pick(Family::sm80_backward, 128, false, 0, true) == "v5b.7");
+    // The sm90 backward: the 128-query steps at head dim 64, the producer warpgroup at 128.
+    CHECK(pick(Family::sm90_backward, 64, false, 0) == "v6b.3");
+    CHECK(pick(Family::sm90_backward, 64, true, 1 << 20) == "v6b.3");
+    CHECK(pick(Family::sm90_backward, 128, false, 0) == "v6b.4");
+    CHECK(pick(Family::sm90_backward, 128, true, 1 << 20) == "v6b.4");
+    CHECK(pick(Family::sm90_backward, 32, false, 0).empty());
+    // The product compiles its rows where the picks name them; the lab compiles them at the other
+    // head dims they list, and its own rows at theirs.
+    const int v5_4 = fa2::flash::row_index<ProductRows, Family::sm80_forward>("v5.4");
+    REQUIRE(v5_4 >= 0);
+    CHECK(fa2::flash::held<ProductRows, Family::sm80_forward>(Part::product, v5_4, 32, false));
+    CHECK_FALSE(fa2::flash::held<ProductRows, Family::sm80_forward>(Part::lab, v5_4, 32, false));
+    CHECK(fa2::flash::held<ProductRows, Family::sm80_forward>(Part::lab, v5_4, 64, true));
+    CHECK_FALSE(fa2::flash::held<ProductRows, Family::sm80_forward>(Part::product, v5_4, 64, true));
+    const int v5_1 = fa2::flash::row_index<LabRows, Family::sm80_forward>("v5.1");
+    REQUIRE(v5_1 >= 0);
+    CHECK(fa2::flash::held<LabRows, Family::sm80_forward>(Part::lab, v5_1, 64, false));
+    CHECK_FALSE(fa2::flash::held<LabRows, Family::sm80_forward>(Part::lab, v5_1, 128, false));
+    CHECK_FALSE(fa2::flash::held<LabRows, Family::sm80_forward>(Part::product, v5_1, 64, false));
+    // A configuration is a row of one table only.
+    CHECK(fa2::flash::row_index<LabRows, Family::sm80_forward>("v5.4") == -1);
+    CHECK(fa2::flash::row_index<ProductRows, Family::sm80_forward>("v5.1") == -1);
   }
 
   TEST_CASE("step07's README shows the variants table exactly as the code has it") {

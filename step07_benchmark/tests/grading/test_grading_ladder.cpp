@@ -13,9 +13,9 @@
 #include "step04_weighted_sum/launch.hpp"
 #include "step05_fa2_kernel/flash_fwd_dispatch.hpp"
 #include "step05_fa2_kernel/tests/flash_test_support.hpp"
-#include "step07_benchmark/kernels/ladder/ladder.hpp"
-#include "step07_benchmark/kernels/ladder/ladder_kernel.hpp"
-#include "step07_benchmark/kernels/variants.hpp"
+#include "step07_benchmark/kernels/lab/ladder/ladder.hpp"
+#include "step07_benchmark/kernels/lab/ladder/ladder_kernel.hpp"
+#include "step07_benchmark/kernels/lab/variants.hpp"
 
 namespace {
 

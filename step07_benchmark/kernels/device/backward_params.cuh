@@ -1,0 +1,117 @@
+// What every backward kernel (sm80/, sm90/) is given: its parameters (FastBwdParams), where a block
+// stands in the grid, the query tiles a key tile walks (QueryWalk) and log2(e).
+#pragma once
+
+#include <cstdint>
+
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/device/dq_turns.cuh"
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/ptx/mma.cuh"  // elem16
+
+namespace fa2::flash {
+
+// The kernels' arguments, named as step05's FlashBwdParams names them (head dim contiguous,
+// so only batch and row strides).
+struct FastBwdParams {
+  const elem16* Q;
+  const elem16* K;
+  const elem16* V;
+  const elem16* O;
+  const elem16* dO;
+  const float* L;
+  float* D_rows;
+  float* dQ_accum;
+  elem16* dQ;
+  elem16* dK;
+  elem16* dV;
+  index_t stride_qb, stride_qq;
+  index_t stride_kb, stride_kk;
+  index_t stride_vb, stride_vk;
+  index_t stride_ob, stride_oq;
+  index_t stride_dob, stride_doq;
+  index_t stride_lb, stride_lq;
+  index_t stride_Db, stride_Dq;
+  index_t stride_accb, stride_accq;
+  index_t stride_dqb, stride_dqq;
+  index_t stride_dkb, stride_dkk;
+  index_t stride_dvb, stride_dvk;
+  int N_QUERIES, N_KEYS;
+  int kv_group;  // grouped-query attention: query batch elements per K and V batch element
+  // A group's query heads spread over group_splits blocks per key tile (v6b, given dkv_partial):
+  // heads_per_block = kv_group / group_splits each. Block x of the grid serves K and V batch
+  // element x / group_splits and, when group_splits > 1, writes its float32 parts of dK (scaled)
+  // and dV to row block x of dk_partial and dv_partial ((K batch x group_splits, N_KEYS, D)),
+  // which fast_bwd_sum_group_parts adds up in order. Otherwise kv_group and 1.
+  int heads_per_block, group_splits;
+  float* dk_partial;
+  float* dv_partial;
+  // A sliding window (v5's backward, its Cfg::Windowed twins), as FastParams has it.
+  bool windowed;
+  int window_left, window_right;
+  float scale;       // dK and dQ are multiplied by it once, at the end
+  float scale_log2;  // scale * log2(e): P = 2^(S * scale_log2 - L * log2(e))
+  // Deterministic dQ (dq_turns.cuh): the kernels built for it take turns on one counter per
+  // (batch element, 32 query rows), stride_semb counters per batch element, which the
+  // preprocess clears when `deterministic` is set.
+  bool deterministic;
+  std::int32_t* dq_semaphores;
+  index_t stride_semb;
+};
+
+// Where a block of the key-tile kernels stands in the grid (batch elements in x, key tiles in y):
+// its key tile, the highest first when the turns of deterministic dQ need it (dq_turns.cuh).
+template <bool DETERMINISTIC>
+__device__ __forceinline__ int key_tile_of_block() {
+  return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
+}
+
+// The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch
+// element blockIdx.x / group_splits of K and V) serve heads_per_block query batch elements, the
+// heads of one group or of a part of it, and dK_j and dV_j sum over all of them: the block walks
+// its query tiles m_begin .. m_end - 1 of each in turn, so that step t is query tile
+// m_begin + t % tiles of query batch element blockIdx.x * heads_per_block + t / tiles (block x's
+// heads are the (x % group_splits)-th part of group x / group_splits). Without groups
+// heads_per_block is 1 and step t is query tile m_begin + t. (Causal, top-left: query q sees keys
+// 0..q, so the tile's first key k0 is first seen by query k0, in query tile k0 / BLOCK_M.)
+// The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
+// parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
+// they and the divisor's reciprocal would take registers the kernels at the edge do not have.
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false>
+struct QueryWalk {
+  __device__ __forceinline__ static int fresh(int x) {
+    asm volatile("" : "+r"(x));
+    return x;
+  }
+  // With a sliding window (WINDOW: the kernels built for one) the walk also leaves out the query
+  // tiles before the first query whose window reaches the tile's first key (k0 - right) and
+  // after the last whose window reaches its last key (k_last + left).
+  __device__ __forceinline__ static int m_begin(const FastBwdParams& p) {
+    const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
+    int first = CAUSAL ? k0 / BLOCK_M : 0;
+    if (WINDOW && k0 > p.window_right && (k0 - p.window_right) / BLOCK_M > first) {
+      first = (k0 - p.window_right) / BLOCK_M;
+    }
+    return first;
+  }
+  __device__ __forceinline__ static int tiles(const FastBwdParams& p) {
+    int m_end = (fresh(p.N_QUERIES) + BLOCK_M - 1) / BLOCK_M;
+    if (WINDOW) {
+      const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
+      const int k_last = (k0 + BLOCK_N < p.N_KEYS ? k0 + BLOCK_N : p.N_KEYS) - 1;
+      const int window_end = (k_last + p.window_left) / BLOCK_M + 1;
+      m_end = window_end < m_end ? window_end : m_end;
+    }
+    const int first = m_begin(p);
+    return m_end > first ? m_end - first : 0;
+  }
+  __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.heads_per_block * tiles(p); }
+  __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
+    return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.heads_per_block)) + t / tiles(p);
+  }
+  __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin(p) + t % tiles(p); }
+};
+
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+}  // namespace fa2::flash

@@ -1,0 +1,96 @@
+// The product library (fa2::flash_attention): the tuned FlashAttention-2 kernels as users call
+// them, what the PyTorch operators and step07_bench link. Two kernel families, chosen per call:
+// the sm80 path (mma.sync, cp.async: any GPU from sm_80 on) and the sm90 path (wgmma, TMA, warp
+// specialisation: sm_90 GPUs, in a build with sm_90a code). bf16 or fp16; head dims 32, 64, 128
+// on sm80, 64 and 128 on sm90. The arguments are common/attention_args.hpp's. No CUDA header
+// needed: CUstream_st* is what cudaStream_t is.
+//
+//   fa2::flash::forward(args, stream);                     // checks, then runs; throws why it cannot
+//   const auto plan = fa2::flash::plan_forward(args);      // or: check once, look, then run
+//   if (!plan.runs()) report(plan.refused); else fa2::flash::run(plan, stream);
+//
+// Python's kernel="fast" is Path::best. The kernels' configurations are the rows of
+// kernels/product/kernels.def, named after the chapter's step that introduced them ("v6.11").
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/attention_args.hpp"
+
+struct CUstream_st;  // what CUDA's cudaStream_t points to
+
+namespace fa2::flash {
+
+// Which kernel family a plan may choose: the sm80 path, the sm90 path, or the sm90 path where it
+// can run the arguments and the sm80 path elsewhere (the default: what users get).
+enum class Path { sm80, sm90, best };
+
+// A forward call checked once: the arguments, why they cannot run (empty when they can) and the
+// kernel that runs them, so that running it checks nothing again.
+struct ForwardPlan {
+  FlashFwdArgs args;
+  std::string refused;       // why these arguments cannot run; empty when they can
+  std::string_view kernel;   // the configuration that runs them: its row of kernels.def ("v6.17")
+  std::string sm90_refused;  // Path::best: why the sm90 path does not run them (empty when it does)
+  void (*launch)(const ForwardPlan&, ::CUstream_st*) = nullptr;  // the kernel's launch
+  bool runs() const { return refused.empty(); }
+};
+
+// Checks the arguments (validate(), then what the kernels take: bf16 or fp16, their head dims, a
+// positive scale, 16-byte aligned rows; the sm90 path also an sm_90 GPU and a build with sm_90a code)
+// and chooses the kernel. Never throws for arguments: what they lack is in `refused`.
+ForwardPlan plan_forward(const FlashFwdArgs& args, Path path = Path::best);
+// Launches the plan's kernel on `stream`; std::invalid_argument with plan.refused when it cannot.
+void run(const ForwardPlan& plan, ::CUstream_st* stream = nullptr);
+
+// The same for the backward (dQ, dK, dV from O, L and dO). A sliding window runs on the sm80
+// backward (the sm90 backward takes none). The plan also sizes the sm90 backward's optional
+// workspace for few kv heads (FlashBwdArgs::dkv_partial): the caller allocates dkv_partial_floats
+// floats and sets plan.args.dkv_partial before run(), or leaves it null (no split; same results).
+struct BackwardPlan {
+  FlashBwdArgs args;
+  std::string refused;
+  std::string_view kernel;
+  std::string sm90_refused;  // Path::best: why the sm90 path does not run them (empty when it does)
+  void (*launch)(const BackwardPlan&, ::CUstream_st*) = nullptr;
+  int group_splits = 1;            // blocks per key tile a group of query heads is spread over
+  index_t dkv_partial_floats = 0;  // the workspace that split needs; 0: none
+  bool runs() const { return refused.empty(); }
+};
+BackwardPlan plan_backward(const FlashBwdArgs& args, Path path = Path::best);
+void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
+
+// One call each: plan on Path::best, then run (throws std::invalid_argument with the reason).
+void forward(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
+void backward(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
+
+// Empty when this build and the current GPU can run the sm90 path (sm_90a code, an sm_90 device),
+// else why not.
+std::string sm90_unavailable();
+
+// Grouped-query attention with few kv heads: the sm90 backward has one block per (K batch element,
+// key tile of kBackwardKeyTile), each walking its group's query heads, and with few kv heads that
+// leaves SMs idle (multi-query attention at B = 2, N = 4096: 64 blocks). Given the workspace it
+// spreads each group over `backward_group_splits` blocks per key tile, the fewest parts (a divisor
+// of the group) that make min_blocks blocks (the plan asks for two per SM of the current GPU), or
+// the whole group one head per block; each block writes its float32 part of dK and dV, and a last
+// kernel adds the parts in order (deterministic). 1: no split.
+inline constexpr index_t kBackwardKeyTile = 128;  // the sm90 backward's keys per block (its BLOCK_N)
+inline int backward_group_splits(const Extents<3>& q_shape, const Extents<3>& k_shape, long long min_blocks) {
+  if (k_shape[0] <= 0 || q_shape[0] % k_shape[0] != 0) return 1;  // validate() refuses these
+  const long long group = q_shape[0] / k_shape[0];
+  const long long blocks = k_shape[0] * ((k_shape[1] + kBackwardKeyTile - 1) / kBackwardKeyTile);
+  long long splits = 1;
+  while (splits < group && blocks * splits < min_blocks) {
+    do ++splits;
+    while (group % splits != 0);
+  }
+  return static_cast<int>(splits);
+}
+// The floats of that workspace: dK's and dV's parts, (K batch x splits, N_k, D) each; 0 without a split.
+inline index_t dkv_partial_count(const Extents<3>& k_shape, int splits) {
+  return splits > 1 ? 2 * k_shape[0] * splits * k_shape[1] * k_shape[2] : 0;
+}
+
+}  // namespace fa2::flash

@@ -1,0 +1,150 @@
+// v6b's configuration (sm90/backward.cuh): the options its rows vary, the constants every part
+// reads, where each tile lies in shared memory, the named barriers and the register tiles of a
+// computing warpgroup.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "step07_benchmark/kernels/device/dq_turns.cuh"  // deterministic_twin
+#include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/ptx/mma.cuh"  // elem16, float16_twin
+
+namespace fa2::flash {
+
+// What v6b's rows vary (product/kernels.def, lab/variants.def).
+struct HopperBwdOptions {
+  int block_m = 64;            // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
+  bool dq_tma = false;         // dQ's share leaves through shared memory by TMA reduce-add, not atomics
+  bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
+                               // two stages on mbarriers: the computing warpgroups never meet to load
+  bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
+                               // every configuration is built both ways (Cfg::Deterministic)
+  bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
+};
+
+template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
+struct HopperBwdConfig {
+  static constexpr int D = D_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int WARPGROUPS = 2;
+  static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
+  static constexpr int WG_KEYS = 64;                    // the M of every key-row product
+  static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
+  static constexpr int BLOCK_M = OPT.block_m;
+  static constexpr bool DQ_TMA = OPT.dq_tma;
+  static constexpr bool PRODUCER = OPT.producer;
+  static constexpr bool DETERMINISTIC = OPT.deterministic;
+  using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
+  static constexpr bool FLOAT16 = OPT.float16;
+  using Float16 = HopperBwdConfig<D_, CAUSAL_, float16_twin(OPT)>;
+  // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
+  // then moves registers from the producer (which only issues loads) to the others.
+  static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);
+  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+  static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
+  static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
+  // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:
+  //   by queries (128-query steps): each its 64 queries, all keys, all of D;
+  //   by columns (head dim 128): each all queries and keys, its 64-column block of D; a whole
+  //     share per warpgroup would cost 32 more registers than a thread has;
+  //   by keys (otherwise): each its own 64 keys, all queries and D: a warpgroup then waits only
+  //     for its own dS^T rows, but both add a whole share.
+  // Every part is 64 queries x 64 columns.
+  enum class DqSplit { by_queries, by_columns, by_keys };
+  static constexpr DqSplit DQ_SPLIT = BLOCK_M == 128 ? DqSplit::by_queries
+                                      : D == 128     ? DqSplit::by_columns
+                                                     : DqSplit::by_keys;
+  static constexpr int DQ_KEYS = DQ_SPLIT == DqSplit::by_keys ? WG_KEYS : BLOCK_N;
+  static constexpr int DQ_COLS = 64;
+  static constexpr bool DQ_NEEDS_BLOCK = DQ_SPLIT != DqSplit::by_keys;  // reads the other warpgroup's dS^T
+  // dS^T in two stages when a warpgroup may write the next step's while the other still reads
+  // this one's: with the producer nothing else keeps the warpgroups within a step of each other.
+  static constexpr int DS_STAGES = PRODUCER && DQ_NEEDS_BLOCK ? 2 : 1;
+  static constexpr int TILE_ALIGN = 1024;  // a swizzle atom
+  static constexpr std::size_t kv_elems = static_cast<std::size_t>(BLOCK_N) * D;
+  static constexpr std::size_t q_elems = static_cast<std::size_t>(BLOCK_M) * D;
+  static constexpr std::size_t ds_elems = static_cast<std::size_t>(BLOCK_N) * BLOCK_M;
+  static constexpr std::size_t dq_part_bytes = 64 * DQ_COLS * sizeof(float);
+  static_assert(D == 64 || D == 128, "head dims 64 and 128");
+  static_assert(BLOCK_M == 64 || (BLOCK_M == 128 && D == 64), "64-query steps, or 128 at head dim 64");
+  static_assert(D == 64 || DQ_SPLIT == DqSplit::by_columns, "every part of dQ's share is 64 columns wide");
+};
+
+// Where each tile lies in a block's shared memory, in bytes from the first 1024-byte swizzle atom
+// (the hardware swizzles by address bits; every tile is a whole number of atoms): K_j, V_j, two
+// stages of Q_i and of dO_i, dS^T (BLOCK_N keys x BLOCK_M queries, BLOCK_M / 64 column blocks,
+// DS_STAGES stages), with dq_tma two stages of each warpgroup's float32 part of dQ (64 x 64, two
+// boxes of 32 columns), two stages of L_i and of D_i, with the producer the mbarriers (K/V
+// landed, and per stage Q_i's landed and handed back), and where the last four steps' query tiles
+// are (StepPlace, below).
+template <class Cfg>
+struct BwdLayout {
+  static constexpr std::uint32_t kv_bytes = Cfg::kv_elems * 2, q_bytes = Cfg::q_elems * 2;
+  static constexpr std::uint32_t ds_bytes = Cfg::ds_elems * 2, row_bytes = Cfg::BLOCK_M * 4;
+  static constexpr std::uint32_t dq_bytes = Cfg::DQ_TMA ? Cfg::dq_part_bytes : 0;
+  static constexpr std::uint32_t k = 0, v = kv_bytes, q = 2 * kv_bytes, dO = q + 2 * q_bytes, dS = dO + 2 * q_bytes,
+                                 dQ = dS + Cfg::DS_STAGES * ds_bytes, L = dQ + 2 * Cfg::WARPGROUPS * dq_bytes,
+                                 D = L + 2 * row_bytes, bars = D + 2 * row_bytes;
+  static constexpr int kBarriers = Cfg::PRODUCER ? 5 : 0;  // kv_full, full[2], empty[2]
+  static constexpr std::uint32_t steps = bars + kBarriers * 8, end = steps + 4 * 8;
+  static constexpr std::size_t smem_bytes = end + Cfg::TILE_ALIGN;
+  static_assert(dS % Cfg::TILE_ALIGN == 0 && dQ % Cfg::TILE_ALIGN == 0, "tiles on swizzle atoms");
+  static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
+};
+
+// Where step t of a block's walk (QueryWalk) is: its query batch element and first query. Whoever
+// loads the step's tiles writes it into slot t % 4 of the layout's `steps` with them (the cp.async
+// kernel's thread 0, the producer's lane 0), and the computing warps read it there at each use
+// rather than holding it, or recomputing it with a division, through the step: the kernels at the
+// edge have no register to spare. Four slots, because the loads run at most two steps ahead and a
+// step reads its slot after handing its stage back.
+struct StepPlace {
+  int bh, q0;
+};
+template <class Cfg>
+__device__ __forceinline__ void store_step_place(std::uint32_t tiles, int t, StepPlace at) {
+  asm volatile("st.shared.v2.s32 [%0], {%1, %2};\n" ::"r"(tiles + BwdLayout<Cfg>::steps + 8 * (t & 3)), "r"(at.bh),
+               "r"(at.q0)
+               : "memory");
+}
+// One field of it (0: bh, 1: q0), a register for one use.
+template <class Cfg, int FIELD>
+__device__ __forceinline__ int step_place_field(std::uint32_t tiles, int t) {
+  int x;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(tiles + BwdLayout<Cfg>::steps + 8 * (t & 3) + 4 * FIELD));
+  return x;
+}
+template <class Cfg>
+__device__ __forceinline__ StepPlace step_place(std::uint32_t tiles, int t) {
+  return {step_place_field<Cfg, 0>(tiles, t), step_place_field<Cfg, 1>(tiles, t)};
+}
+
+// The named barriers of v6b (0 is __syncthreads').
+enum class BwdBarrier : int {
+  block_ds = 1,  // the block's dS^T is in shared memory (dQ by queries or columns)
+  wg_ds0 = 2,    // warpgroup wg's dS^T rows are (dQ by keys): wg_ds0 + wg
+  wg_dq0 = 4,    // warpgroup wg's part of dQ is in shared memory (dq_tma): wg_dq0 + wg
+};
+
+// A warpgroup's key-row tiles, each warp its 16 rows in the accumulator layout of ptx/wgmma.cuh.
+template <class Cfg>
+using KeysByQueries = float[Cfg::BLOCK_M / 8][4];  // S^T, P^T, dP^T, dS^T
+template <class Cfg>
+using KeysByDims = float[Cfg::D / 8][4];  // dK_w, dV_w
+template <class Cfg>
+using QueryShare = float[Cfg::DQ_COLS / 8][4];  // a warpgroup's part of dQ_i's share, 64 queries
+template <class Cfg>
+using KeyRowFrags = std::uint32_t[Cfg::BLOCK_M / 16][4];  // P^T or dS^T as bf16 A fragments
+
+// Where a thread of a warpgroup stands.
+struct BwdThread {
+  int wg;    // its warpgroup: keys 64 wg .. 64 wg + 63 of the block
+  int row;   // its first row inside the warpgroup's 64 (16 (warp % 4) + lane / 4); the other is row + 8
+  int col;   // its first column inside an 8-column accumulator tile: 2 (lane % 4)
+  int key0;  // the warpgroup's first key in the sequence
+};
+
+}  // namespace fa2::flash

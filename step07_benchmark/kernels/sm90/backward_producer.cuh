@@ -1,0 +1,95 @@
+// The producer of v6b's warp-specialised kernel (sm90/backward.cuh), and what it shares with
+// the computing warpgroups: the TMA views, where a block stands in the grid.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/device/backward_params.cuh"
+#include "step07_benchmark/kernels/ptx/tma.cuh"
+#include "step07_benchmark/kernels/sm90/backward_config.cuh"
+#include "step07_benchmark/kernels/sm90/pipeline.hpp"
+
+namespace fa2::flash {
+
+// The TMA views v6b reads (product/forward_sm90.cu makes them): Q, dO, K, V (bf16, boxes of 64 columns by
+// BLOCK_M or BLOCK_N rows; only with the producer) and dQ_accum (float32, boxes of 32 columns by
+// 64 rows; only with dq_tma).
+struct HopperBwdMaps {
+  CUtensorMap q, dO, k, v, dq_accum;
+};
+
+// Where a block stands: its key tile, its batch element of K and V, the query tiles it walks
+// (causal, top-left: the tile's first key k0 is first seen by query k0; with grouped-query
+// attention, those of every query head of the group or of its part of the group, QueryWalk) and
+// its thread's place. One block per (batch element of K, part of its group, key tile), the key
+// tile the slow index: causal, the heaviest blocks of every head start first (as v5's backward);
+// deterministic, the last key tile first.
+template <class Cfg>
+struct BwdBlock {
+  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC>;
+  int k0;
+  __device__ __forceinline__ BwdBlock() : k0(key_tile_of_block<Cfg::DETERMINISTIC>() * Cfg::BLOCK_N) {}
+  // Its batch element of K and V, remade at each use (Walk::fresh) rather than held through the loop.
+  __device__ __forceinline__ static index_t kv(const FastBwdParams& p) {
+    return Walk::fresh(static_cast<int>(blockIdx.x)) / Walk::fresh(p.group_splits);
+  }
+  __device__ __forceinline__ BwdThread thread(unsigned thread_index = threadIdx.x) const {
+    const int tid = static_cast<int>(thread_index), lane = tid % 32, wg = tid / 128;
+    return {wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};
+  }
+};
+
+// The producer's loads for one block: K_j and V_j once, then each step's Q_i and dO_i by TMA and
+// its L_i and D_i by the warp's lanes (ordinary loads and stores: L and D may be strided, and a
+// row of them is 256 bytes), into stage t % 2 once the computing warps have handed that stage
+// back. Query rows past N_QUERIES arrive as zeros either way.
+template <class Cfg>
+__device__ __forceinline__ void backward_producer(const FastBwdParams& p, const HopperBwdMaps& maps,
+                                                  const BwdBlock<Cfg>& blk, std::uint32_t tiles, std::uint64_t* kv_full,
+                                                  std::uint64_t* full, std::uint64_t* empty, int lane) {
+  using L = BwdLayout<Cfg>;
+  using Walk = typename BwdBlock<Cfg>::Walk;
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
+  const int kv = static_cast<int>(blk.kv(p));
+  if (lane == 0) {
+    mbarrier_arrive_expect_bytes(kv_full, 2 * L::kv_bytes);
+    for (int cb = 0; cb < D / 64; ++cb) {
+      tma_load_3d_at(tiles + L::k + cb * BN * 128, &maps.k, cb * 64, blk.k0, kv, kv_full);
+      tma_load_3d_at(tiles + L::v + cb * BN * 128, &maps.v, cb * 64, blk.k0, kv, kv_full);
+    }
+  }
+  for (int t = 0; t < Walk::steps(p); ++t) {
+    const PipelineState<2> ring{t};
+    const int s = ring.stage(), q0 = Walk::m(p, t) * BM;
+    const index_t bh = Walk::bh(p, t);
+    if (ring.refills()) mbarrier_wait(&empty[s], ring.release_phase());
+#pragma unroll
+    for (int i = lane; i < BM; i += 32) {
+      const bool valid = q0 + i < p.N_QUERIES;
+      const index_t q = q0 + i;
+      const float l = valid ? p.L[bh * p.stride_lb + q * p.stride_lq] : 0.0f;
+      const float d = valid ? p.D_rows[bh * p.stride_Db + q * p.stride_Dq] : 0.0f;
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::L + s * L::row_bytes + 4 * i), "f"(l) : "memory");
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::D + s * L::row_bytes + 4 * i), "f"(d) : "memory");
+    }
+    // Every lane's arrival releases its own stores; lane 0's also counts the copy engine's bytes.
+    if (lane == 0) {
+      store_step_place<Cfg>(tiles, t, {static_cast<int>(bh), q0});  // released by the arrival below
+      mbarrier_arrive_expect_bytes(&full[s], 2 * L::q_bytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        tma_load_3d_at(tiles + L::q + s * L::q_bytes + cb * BM * 128, &maps.q, cb * 64, q0, static_cast<int>(bh),
+                       &full[s]);
+        tma_load_3d_at(tiles + L::dO + s * L::q_bytes + cb * BM * 128, &maps.dO, cb * 64, q0, static_cast<int>(bh),
+                       &full[s]);
+      }
+    } else {
+      mbarrier_arrive(&full[s]);
+    }
+  }
+}
+
+}  // namespace fa2::flash

@@ -1,0 +1,259 @@
+// One step of v6b's computing warpgroups (sm90/backward.cuh), between its products
+// (backward_products.cuh): P^T and dS^T from S^T and dP^T, dS^T into shared memory, the products
+// in order with their waits and barriers, and at the end of the block dK_j and dV_j out to memory.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "common/numeric.hpp"
+#include "step07_benchmark/kernels/device/backward_params.cuh"
+#include "step07_benchmark/kernels/device/dq_turns.cuh"
+#include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/ptx/mma.cuh"
+#include "step07_benchmark/kernels/ptx/tma.cuh"
+#include "step07_benchmark/kernels/ptx/wgmma.cuh"
+#include "step07_benchmark/kernels/sm90/backward_config.cuh"
+#include "step07_benchmark/kernels/sm90/backward_products.cuh"
+
+namespace fa2::flash {
+
+// From S^T and dP^T (fp32 accumulators) to the bf16 A fragments of P^T and dS^T, 16 queries at a
+// time, so that the fp32 tiles die as the fragments fill (at head dim 128 the thread has no
+// registers for both at once):
+//   P^T  = 2^(S^T scale_log2 - L_i log2 e), exactly 0 for keys past N_KEYS and, causal, keys after
+//          their query (the padded query rows need no mask: their dO, L and D_i are zero, so
+//          their dS is 0, and their P meets a zero dO row in dV);
+//   dS^T = P^T (dP^T - D_i).
+// Accumulator tile t (queries 8t + col, + 1; elements 0-1 in row `row`, 2-3 in row + 8) becomes
+// registers 2 (t % 2) and 2 (t % 2) + 1 of fragment t / 2 (layouts.hpp's p_source_*).
+template <class Cfg>
+__device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, const KeysByQueries<Cfg>& dp,
+                                                  KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf, std::uint32_t sL,
+                                                  std::uint32_t sD, int q0, int N_KEYS, float scale_log2,
+                                                  const BwdThread& th) {
+  const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
+  const bool straddles = Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0;
+  // Row h's key is masked out past N_KEYS, and, causal, in column 8t + i when
+  // key - (q0 + col) > 8t + i: two numbers per row instead of an index per element.
+  bool key_out[2];
+  int key_ahead[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = th.key0 + th.row + 8 * h;
+    key_out[h] = key >= N_KEYS;
+    key_ahead[h] = key - (q0 + th.col);
+  }
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    const float2 L = ld_shared_f32x2(sL + 4 * (t * 8 + th.col));
+    const float2 Di = ld_shared_f32x2(sD + 4 * (t * 8 + th.col));
+    const float neg_l[2] = {-L.x * kLog2e, -L.y * kLog2e};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float x[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        x[i] = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
+        if (ragged || straddles) {
+          if (key_out[h] || (Cfg::CAUSAL && key_ahead[h] > t * 8 + i)) x[i] = -INFINITY;
+        }
+      }
+      const float p0 = exp2_approx(x[0]), p1 = exp2_approx(x[1]);
+      const int kk = t / 2, r = 2 * (t % 2) + h;
+      static_assert(p_source_tile(2) == 1 && p_source_element(1) == 2, "the register order assumed here");
+      pf[kk][r] = pack_x2<Cfg::FLOAT16>(p0, p1);
+      dsf[kk][r] = pack_x2<Cfg::FLOAT16>(p0 * (dp[t][2 * h] - Di.x), p1 * (dp[t][2 * h + 1] - Di.y));
+    }
+  }
+}
+
+// dS^T (the bf16 fragments) into its tile, keys as rows, in the 128-byte swizzle: chunk t of a
+// row holds queries 8t .. 8t + 7. The eight rows of a store land in eight different chunks: no
+// bank conflict.
+template <class Cfg>
+__device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFrags<Cfg>& dsf, const BwdThread& th) {
+  const int row0 = th.wg * Cfg::WG_KEYS + th.row;
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_M / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int t = 2 * kk + p_source_tile(r), row = row0 + 8 * (p_source_element(r) >> 1);
+      st_shared_u32(sdS + 2 * (sw128_offset<Cfg::BLOCK_N>(row, t) + th.col), dsf[kk][r]);
+    }
+}
+
+// dK_w (times the scale) and dV_w as float32 parts, rows past N_KEYS left out: the block's rows of
+// dk_partial and dv_partial (row block blockIdx.x, FastBwdParams), which fast_bwd_sum_group_parts
+// adds up.
+template <class Cfg>
+__device__ __forceinline__ void write_key_parts(const FastBwdParams& p, const KeysByDims<Cfg>& dk,
+                                                const KeysByDims<Cfg>& dv, const BwdThread& th) {
+  const index_t first_row = static_cast<index_t>(blockIdx.x) * p.N_KEYS;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = th.key0 + th.row + 8 * h;
+    if (key >= p.N_KEYS) continue;
+    const index_t at = (first_row + key) * Cfg::D + th.col;
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) {
+      *reinterpret_cast<float2*>(p.dk_partial + at + t * 8) =
+          make_float2(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      *reinterpret_cast<float2*>(p.dv_partial + at + t * 8) = make_float2(dv[t][2 * h], dv[t][2 * h + 1]);
+    }
+  }
+}
+
+// dK_w (times the scale) and dV_w, rows past N_KEYS left out: into dK and dV at K batch element
+// kv, or, with the group spread over blocks, as the block's float32 parts (write_key_parts).
+template <class Cfg>
+__device__ __forceinline__ void write_key_rows(const FastBwdParams& p, index_t kv, const KeysByDims<Cfg>& dk,
+                                               const KeysByDims<Cfg>& dv, const BwdThread& th) {
+  if (p.group_splits > 1) {
+    write_key_parts<Cfg>(p, dk, dv, th);
+    return;
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int key = th.key0 + th.row + 8 * h;
+    if (key >= p.N_KEYS) continue;
+    elem16* const dk_row = p.dK + kv * p.stride_dkb + static_cast<index_t>(key) * p.stride_dkk + th.col;
+    elem16* const dv_row = p.dV + kv * p.stride_dvb + static_cast<index_t>(key) * p.stride_dvk + th.col;
+#pragma unroll
+    for (int t = 0; t < Cfg::D / 8; ++t) {
+      *reinterpret_cast<std::uint32_t*>(dk_row + t * 8) =
+          pack_x2<Cfg::FLOAT16>(dk[t][2 * h] * p.scale, dk[t][2 * h + 1] * p.scale);
+      *reinterpret_cast<std::uint32_t*>(dv_row + t * 8) = pack_x2<Cfg::FLOAT16>(dv[t][2 * h], dv[t][2 * h + 1]);
+    }
+  }
+}
+
+template <class Cfg>
+__device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
+#pragma unroll
+  for (int t = 0; t < Cfg::D / 8; ++t) x[t][0] = x[t][1] = x[t][2] = x[t][3] = 0.0f;
+}
+
+// The same value, which the compiler may no longer see through.
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
+// Deterministic dQ (dq_turns.cuh): the counter of query tile q0 / BLOCK_M, and the count at which
+// this warpgroup may add there. Each of a block's 8 computing warps increments the counter once
+// it has added, so key tile n may start once the key tiles after it have: at 8 (last - n). When
+// the warpgroups' parts are disjoint (split by queries or columns) both add from there at once;
+// split by keys, both add a whole share, the warpgroup of the higher keys first.
+// (The address is remade at each use from values the compiler cannot see through, so that it is
+// not held across the loop in two registers the kernels at head dim 128 do not have.)
+template <class Cfg>
+__device__ __forceinline__ std::int32_t* query_tile_counter(const FastBwdParams& p, index_t bh, int q0) {
+  const index_t index = static_cast<index_t>(opaque(static_cast<std::uint32_t>(bh))) * p.stride_semb;
+  return p.dq_semaphores + index + opaque(static_cast<std::uint32_t>(q0 / Cfg::BLOCK_M));
+}
+template <class Cfg>
+__device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
+  const int key_tile = th.key0 / Cfg::BLOCK_N;
+  const int last =
+      last_key_tile(q0 / Cfg::BLOCK_M, static_cast<int>(gridDim.y), Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL);
+  const int order_in_block = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 1 - th.wg : 0;
+  return 4 * (2 * (last - key_tile) + order_in_block);
+}
+
+// One step of a computing warpgroup: step t of the block's walk (QueryWalk: query tile q0 of query
+// batch element bh; stage `stage` of Q_i, dO_i, L_i, D_i, which must have landed) against the
+// block's key tile, into dk and dv, and its part of dQ_i's share into dQ_accum. after_reads() runs
+// once the stage is no longer read (the warp-specialised kernel hands it back to its producer
+// there). `tiles` is the layout's shared address; q0 and bh are read from StepPlace's slot at each
+// use.
+template <class Cfg, class AfterReads>
+__device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
+                                              int stage, int t, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
+                                              const BwdThread& th, const AfterReads& after_reads) {
+  using L = BwdLayout<Cfg>;
+  const auto q0 = [&] { return step_place_field<Cfg, 1>(tiles, t); };
+  const auto bh = [&] { return static_cast<index_t>(step_place_field<Cfg, 0>(tiles, t)); };
+  const int wg = th.wg;
+  const std::uint32_t aK = tiles + L::k, aV = tiles + L::v;
+  const std::uint32_t adS = tiles + L::dS + (Cfg::DS_STAGES == 2 ? stage : 0) * L::ds_bytes;
+  const std::uint32_t aQ = tiles + L::q + stage * L::q_bytes, adO = tiles + L::dO + stage * L::q_bytes;
+
+  KeysByQueries<Cfg> s, dp;
+  wgmma_fence();
+  issue_keys_times_rows<Cfg>(s, aK, aQ, wg);    // S^T = K_w Q_i^T
+  issue_keys_times_rows<Cfg>(dp, aV, adO, wg);  // dP^T = V_w dO_i^T
+  wgmma_wait<0>();
+  fence_accumulators(s);
+  fence_accumulators(dp);
+  KeyRowFrags<Cfg> pf, dsf;
+  key_row_gradients<Cfg>(s, dp, pf, dsf, tiles + L::L + stage * L::row_bytes, tiles + L::D + stage * L::row_bytes, q0(),
+                         p.N_KEYS, p.scale_log2, th);
+  store_key_rows<Cfg>(adS, dsf, th);
+  issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
+  issue_keys_by_dims<Cfg>(dk, dsf, aQ);  // dK_w += dS^T Q_i
+  // P^T's and dS^T's fragments are read until dV's and dK's products end: waiting for them here
+  // frees those registers for dQ's share (at head dim 128, 64 more per thread).
+  wgmma_wait<0>();
+  fence_fragments(pf);
+  fence_fragments(dsf);
+  fence_accumulators(dv);
+  fence_accumulators(dk);
+  after_reads();
+  const bool first_thread = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
+  // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
+  // first thread's bulk groups complete in order; the barrier below passes that on).
+  if constexpr (Cfg::DQ_TMA) {
+    if (first_thread) bulk_wait_read<1>();
+  }
+  // Deterministic: the warpgroup's first thread waits for its turn to add (dq_turns.cuh) before
+  // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
+  if (Cfg::DETERMINISTIC && first_thread) wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th));
+  // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
+  // or the whole block's.
+  fence_proxy_async();
+  if constexpr (Cfg::DQ_NEEDS_BLOCK) {
+    named_barrier_sync(static_cast<int>(BwdBarrier::block_ds), Cfg::NUM_THREADS);
+  } else {
+    named_barrier_sync(static_cast<int>(BwdBarrier::wg_ds0) + wg, 128);
+  }
+  QueryShare<Cfg> dq;
+  const QueryPart<Cfg> part(wg);
+  issue_query_share<Cfg>(dq, adS, aK, part);  // dq = dS K_j, the warpgroup's part
+  wgmma_wait<0>();
+  fence_accumulators(dq);
+  if constexpr (Cfg::DQ_TMA) {
+    const std::uint32_t staged = tiles + L::dQ + (2 * wg + stage) * L::dq_bytes;
+    stage_query_share<Cfg>(staged, dq, th);
+    fence_proxy_async();
+    named_barrier_sync(static_cast<int>(BwdBarrier::wg_dq0) + wg, 128);
+    if (first_thread) {
+#pragma unroll
+      for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
+        tma_reduce_add_3d(&dq_map, staged + box * 64 * 128, part.col0 + 32 * box, q0() + part.query0,
+                          static_cast<int>(bh()));
+      }
+      bulk_commit();
+      if constexpr (Cfg::DETERMINISTIC) bulk_wait();  // the reduce-adds have landed before the turn passes
+    }
+  } else {
+    add_query_share<Cfg>(p, bh(), q0(), dq, part, th);
+  }
+  if constexpr (Cfg::DETERMINISTIC) {  // this warp's adds are done
+    __syncwarp();
+    if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh(), q0()));
+  }
+}
+
+// dq_tma: the warpgroup's reduce-adds are complete before the block ends.
+template <class Cfg>
+__device__ __forceinline__ void finish_query_shares() {
+  if constexpr (Cfg::DQ_TMA) {
+    if (threadIdx.x % 128 == 0) bulk_wait();
+  }
+}
+
+}  // namespace fa2::flash

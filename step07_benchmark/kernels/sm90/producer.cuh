@@ -1,0 +1,83 @@
+// The producer of v6's warp-specialised kernel (sm90/forward_kernel.cuh): one thread of the producer
+// warpgroup loads every Q, K and V tile of the block's work items with TMA into SharedStorage,
+// each stage once the computing warps have handed back the tile it held.
+#pragma once
+
+#include <cuda.h>  // CUtensorMap
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "step07_benchmark/kernels/device/forward_params.cuh"
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/ptx/tma.cuh"
+#include "step07_benchmark/kernels/sm90/pipeline.hpp"
+#include "step07_benchmark/kernels/sm90/shared_storage.cuh"
+
+namespace fa2::flash {
+
+// The tensor maps of Q, K, V and O (product/forward_sm90.cu makes them): each a 3-D (D, N, batch) view
+// whose box is 64 columns (128 bytes, the swizzle's row) by BLOCK_M (Q), BLOCK_N (K, V) or 64 (O:
+// one warpgroup's rows; only with STORE_TMA) rows.
+struct HopperMaps {
+  CUtensorMap q, k, v, o;
+};
+
+// The key tiles of the work item whose query tile starts at q0, as the producer loads them and the
+// warpgroups walk them: every tile up to the tile's last query under the causal mask, with a
+// sliding window (the Cfg::Windowed twins) only the tiles some query's window reaches, and never
+// none (at_least_one_tile: a row that sees no key ends with l = 0, so O = 0 and L = +inf).
+template <class Cfg>
+__device__ __forceinline__ KeyTileRange item_key_tiles(const FastParams& p, int q0) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
+  const KeyTileRange range =
+      query_tile_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(p.N_KEYS, BN, q0, BM, p.N_QUERIES, p.window_left, p.window_right);
+  return Cfg::WINDOW ? at_least_one_tile(range, p.N_KEYS, BN) : range;  // without one, never empty
+}
+
+// The K/V ring's tiles, numbered across the block's items in the order they are loaded: item by
+// item, key tile by key tile. Ring tile r (PipelineState{r}) goes to its stage once the computing
+// warps have handed back the tile that stage held one round before; K_j and V_j wait for their
+// own hand-back. Item k's Q, a ring of one stage, waits until every warp has handed back item
+// k - 1's Q, and is loaded after the item's K_0 and V_0, so that those land while the warpgroups
+// finish the item before (Q is read to the end of it).
+template <class Cfg, class Scheduler>
+__device__ __forceinline__ void hopper_producer(const FastParams& p, const HopperMaps& maps, const Scheduler& sched,
+                                                int items, const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
+  constexpr std::uint32_t tile_bytes = BN * D * sizeof(elem16);
+  const auto block_item = [&](int k) {
+    return sched.item(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
+  };
+  PipelineState<Cfg::STAGES> ring{};
+  for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
+    const WorkTile wt = sched.work_tile(t);
+    const int q0 = wt.q_tile * BM;
+    const KeyTileRange range = item_key_tiles<Cfg>(p, q0);
+    const int n_tiles = range.end - range.first;  // never 0 (item_key_tiles)
+    const int kv = wt.bh / p.kv_group;            // grouped-query attention: the head's K and V
+    for (int j = 0; j < n_tiles; ++j, ring += 1) {
+      const int key0 = (range.first + j) * BN;
+      const int s = ring.stage();
+      // K_j, then V_j: each (D, BN) tile is D / 64 boxes of 64 columns, (BN, 64) blocks of the tile.
+      if (ring.refills()) mbarrier_wait(&bar.empty_k[s], ring.release_phase());
+      mbarrier_arrive_expect_bytes(&bar.full_k[s], tile_bytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, key0, kv, &bar.full_k[s]);
+      }
+      if (ring.refills()) mbarrier_wait(&bar.empty_v[s], ring.release_phase());
+      mbarrier_arrive_expect_bytes(&bar.full_v[s], tile_bytes);
+      for (int cb = 0; cb < D / 64; ++cb) {
+        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, key0, kv, &bar.full_v[s]);
+      }
+      if (j == 0) {
+        const PipelineState<1> q{k};
+        if (q.refills()) mbarrier_wait(bar.q_empty, q.release_phase());
+        mbarrier_arrive_expect_bytes(bar.q_full, BM * D * sizeof(elem16));
+        for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(smem.q + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar.q_full);
+      }
+    }
+  }
+}
+
+}  // namespace fa2::flash
