@@ -4,7 +4,8 @@ README's "Repository layout" block exists, and every relative link of the Markdo
 tree points to a file or folder that exists. In a starter kit (no INSTRUCTOR.md), the files that
 scripts/lib/instructor_only.txt keeps out of kits are allowed to be missing. And the layout of
 step 7's kernels holds (step07_benchmark/kernels/README.md): no file of the product library
-includes a file of the lab, and neither kernel family includes the other's headers.
+includes a file of the lab, and neither kernel family includes the other's headers. In a git
+checkout, step 7's committed results stay at most a quarter of the tracked bytes.
 
     python3 scripts/tests/test_maps.py            (from anywhere; exits 1 naming each miss)
 """
@@ -82,6 +83,31 @@ def layout_breaches() -> list[str]:
     return out
 
 
+RESULTS = "step07_benchmark/results/"
+RESULTS_SHARE = 0.25
+
+
+def results_share() -> list[str]:
+    """Committed measurements may not crowd out the code: at most RESULTS_SHARE of the bytes git
+    tracks (a copy without git, such as a starter kit, is not checked)."""
+    import subprocess
+    try:
+        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return []
+    sizes = {}
+    for rel in listed.decode().split("\0"):
+        path = ROOT / rel
+        if rel and path.is_file():
+            sizes[rel] = path.stat().st_size
+    total = sum(sizes.values())
+    results = sum(size for rel, size in sizes.items() if rel.startswith(RESULTS))
+    if total and results > RESULTS_SHARE * total:
+        return [f"{RESULTS}: {results} of {total} tracked bytes ({results / total:.1%}), more than "
+                f"{RESULTS_SHARE:.0%}: gzip raw logs or remove superseded runs (results/README.md)"]
+    return []
+
+
 def main() -> int:
     if any(arg in ("-h", "--help") for arg in sys.argv[1:]):
         print(__doc__.strip())
@@ -108,6 +134,7 @@ def main() -> int:
                 line = text.count("\n", 0, m.start()) + 1
                 misses.append(f"{md.relative_to(ROOT)}:{line}: {m.group('target')}")
     misses += layout_breaches()
+    misses += results_share()
     for miss in misses:
         print("missing:", miss)
     print(f"{len(names)} layout paths and {links} Markdown links checked, {len(misses)} missing")

@@ -70,7 +70,7 @@ class NotRunnable : public std::runtime_error {
 struct Implementation {
   std::string name;    // for people: "ours 64x64 tiles, 4 warps"
   std::string key;     // for tables, CSV and --impl: "ours64x64" (short, no spaces)
-  std::string family;  // "ours", "fast", "torch", "cublas"
+  std::string family;  // "ours", "ladder", "sm80", "sm90", "product", "torch", "cublas"
   // "" when the problem is supported, otherwise why not (e.g. "head dim 96").
   std::function<std::string(const Problem&)> unsupported;
   // Device bytes it allocates beyond the problem's buffers (S and P for standard attention, the
@@ -92,7 +92,7 @@ struct Implementation {
 //   deterministic : the backward with deterministic gradients (FlashBwdArgs::deterministic, its
 //                 dq_semaphores allocated with the other workspaces).
 // validate() is also called once in prepare, so bad arguments never reach the timing loop.
-Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "fast",
+Implementation flash_implementation(std::string name, std::string key, CudaLaunchFn fn, std::string family = "product",
                                     std::function<std::string(const Problem&)> unsupported = {},
                                     std::function<std::string(const FlashFwdArgs&)> refuses = {},
                                     CudaBwdLaunchFn backward = nullptr,

@@ -75,7 +75,7 @@ bool runs_here(const fa2::variants::KernelVariant& v) {
     MESSAGE(v.key, " not run: ", why);
     return false;
   }
-  if (v.family != "hopper") return true;
+  if (v.family != "sm90") return true;
   const std::string why = fa2::flash::sm90_unavailable();
   if (why.empty()) return true;
   MESSAGE(v.key, " not run: ", why);
@@ -94,7 +94,7 @@ bool takes_window(std::string_view key) {
 std::vector<const fa2::variants::KernelVariant*> layout_checked_forwards() {
   std::vector<const fa2::variants::KernelVariant*> out;
   for (const auto& v : kernel_variants()) {
-    if (v.cuda != nullptr && (v.key == "v5" || v.key == "fast" || v.family == "hopper") && runs_here(v)) {
+    if (v.cuda != nullptr && (v.key == "v5" || v.key == "fast" || v.family == "sm90") && runs_here(v)) {
       out.push_back(&v);
     }
   }
@@ -177,7 +177,7 @@ TEST_SUITE("gpu+variants") {
   TEST_CASE("GPU: every v5 row, v6's rows of two TMA warpgroups and the fast forward take a sliding window") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if ((v.family != "fast" && v.family != "hopper" && v.key != "fast") || !runs_here(v) || v.cuda == nullptr) {
+      if ((v.family != "sm80" && v.family != "sm90" && v.key != "fast") || !runs_here(v) || v.cuda == nullptr) {
         continue;
       }
       INFO(v.name());
@@ -379,7 +379,7 @@ TEST_SUITE("gpu+variants") {
   TEST_CASE("GPU: v5's backwards and the fast one take a sliding window, also deterministic, and v6b refuses it") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto* v : fast_backwards()) {
-      if (v->family == "hopper" || v->key.starts_with("v6b")) {
+      if (v->family == "sm90" || v->key.starts_with("v6b")) {
         fa2::Tensor<fa2::bf16, 3> x(fa2::Extents<3>{1, 64, 64});
         INFO(v->name());
         CHECK_THROWS_WITH(fa2::run_backward_with_device_tensors<fa2::bf16>(
@@ -444,7 +444,7 @@ TEST_SUITE("gpu+variants") {
                                        deterministic);
           }
         }
-        if (v->family != "hopper" && !v->key.starts_with("v6b")) {
+        if (v->family != "sm90" && !v->key.starts_with("v6b")) {
           const fa2::Window window{40, 3};
           fa2::testing::require_close(fa2::testing::run_backward_and_compare<fp16>(
               fa2::testing::gpu_passes<fp16>(v->cuda_backward, false, window), {2, 300, 257, D}, true, 1.0,
@@ -595,7 +595,8 @@ TEST_SUITE("gpu+sanitizer") {
   TEST_CASE("GPU: fast configurations on small ragged shapes") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto& v : kernel_variants()) {
-      if ((v.family != "fast" && v.family != "hopper") || !runs_here(v) || v.cuda == nullptr) continue;
+      if ((v.family != "sm80" && v.family != "sm90" && v.family != "product") || !runs_here(v) || v.cuda == nullptr)
+        continue;
       INFO(v.name());
       for (const fa2::testing::FlashShape shape : {fa2::testing::FlashShape{1, 130, 70, 64},
                                                    {1, 65, 129, 128},

@@ -79,14 +79,14 @@ std::string refusal_on(const FlashFwdArgs& args) {
 }
 #endif
 
-// A row of v5, v5b, v6 or v6b (the lab's or the product's): "fast" (the sm80 path) or "hopper"
-// (the sm90 path) in the benchmark's family column.
+// A row of v5, v5b, v6 or v6b (the lab's or the product's): its path, "sm80" or "sm90", in the
+// benchmark's family column.
 KernelVariant ablation_row(std::string key, std::string label, std::string adds, std::vector<int> head_dims,
                            flash::Family family) {
   KernelVariant v{key,
                   std::move(label),
                   std::move(adds),
-                  flash::is_sm90(family) ? "hopper" : "fast",
+                  flash::is_sm90(family) ? "sm90" : "sm80",
                   std::move(head_dims),
                   {DType::bfloat16, DType::float16}};
   v.ablation = true;

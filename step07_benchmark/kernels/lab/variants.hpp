@@ -24,7 +24,7 @@ struct KernelVariant {
   std::string key;     // names CSV rows, table columns and --impl: "v5.4"
   std::string label;   // a few words after the key: "w4x2"
   std::string adds;    // what it changes in the variant it builds on
-  std::string family;  // "ours" (step05's kernel), "ladder" (v2-v4), "fast" (v5), "hopper" (v6)
+  std::string family;  // "ours" (step05's kernel), "ladder" (v2-v4), "sm80" (v5), "sm90" (v6), "product" (fast)
   std::vector<int> head_dims;
   std::vector<DType> dtypes;
   HostLaunchFn host = nullptr;  // the host path, for the kernels that have one
