@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The maps a reader follows name what is there: every path in the first column of the top
 README's "Repository layout" block exists, and every relative link of the Markdown files of the
-tree points to a file or folder that exists. In a starter kit (no INSTRUCTOR.md), the files that
-scripts/lib/instructor_only.txt keeps out of kits are allowed to be missing. And the layout of
+tree points to a file or folder that exists. In a starter kit (.starter-kit), what kits leave out
+(scripts/lib/instructor_only.txt; INSTRUCTOR.md in a kit, which lacks that list) may be missing. And the layout of
 step 7's kernels holds (step07_benchmark/kernels/README.md): no file of the product library
 includes a file of the lab, and neither kernel family includes the other's headers. In a git
 checkout, step 7's committed results stay at most a quarter of the tracked bytes.
@@ -34,10 +34,12 @@ def instructor_only() -> list[str]:
 
 
 def excused(rel: str) -> bool:
-    """A name a starter kit leaves out, in a tree that is a starter kit."""
-    if (ROOT / "INSTRUCTOR.md").exists():
+    """A name a starter kit leaves out, in a tree that is a starter kit (the kit holds neither
+    INSTRUCTOR.md nor the list of what it leaves out, scripts/lib/instructor_only.txt)."""
+    if not (ROOT / ".starter-kit").exists():
         return False
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.rstrip("/") + "/x", p) for p in instructor_only())
+    patterns = instructor_only() or ["INSTRUCTOR.md"]
+    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.rstrip("/") + "/x", p) for p in patterns)
 
 
 def layout_paths(readme: str) -> list[str]:
