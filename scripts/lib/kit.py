@@ -630,11 +630,12 @@ MD_LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
 MD_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1", re.S | re.M)
 
 
-def broken_links(kit: Path) -> list[str]:
+def broken_links(kit: Path, files: list[str] | None = None) -> list[str]:
     """"FILE:LINE: TARGET" for every relative link of the kit's Markdown (code blocks aside) whose
-    file is not in the kit: a student would follow it to nothing (INSTRUCTOR.md, say)."""
+    file is not in the kit: a student would follow it to nothing (INSTRUCTOR.md, say). `files`:
+    the tree's files when it is no kit (repository_files), else the kit's own list."""
     found = []
-    for rel in kit_files(kit):
+    for rel in kit_files(kit) if files is None else files:
         if not is_markdown(rel):
             continue
         text = read_text(kit / rel) or ""

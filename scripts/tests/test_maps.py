@@ -1,51 +1,36 @@
 #!/usr/bin/env python3
 """The maps a reader follows name what is there: every path in the first column of the top
 README's "Repository layout" block exists, and every relative link of the Markdown files of the
-tree points to a file or folder that exists. In a starter kit (.starter-kit), what kits leave out
-(scripts/lib/instructor_only.txt; INSTRUCTOR.md in a kit, which lacks that list) may be missing. And the layout of
-step 7's kernels holds (step07_benchmark/kernels/README.md): no file of the product library
-includes a file of the lab, and neither kernel family includes the other's headers. In a git
-checkout, step 7's committed results stay at most a quarter of the tracked bytes.
+tree points to a file or folder that exists (scripts/lib/kit.py's link check). In a starter kit,
+what kits leave out may be missing from the layout block. The layout of step 7's kernels holds
+(step07_benchmark/kernels/README.md): no file of the product library includes a file of the lab,
+and neither kernel family includes the other's headers. Outside a kit, step 7's committed results
+stay at most a quarter of the repository's bytes.
 
     python3 scripts/tests/test_maps.py            (from anywhere; exits 1 naming each miss)
 """
 
-import fnmatch
 import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FENCE = re.compile(r"^```.*?^```", re.S | re.M)
-LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
-SKIP_DIRS = {".git", "build", "node_modules", "__pycache__"}
-
-
-def instructor_only() -> list[str]:
-    listing = ROOT / "scripts/lib/instructor_only.txt"
-    if not listing.exists():
-        return []
-    patterns = []
-    for line in listing.read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#"):
-            patterns.append(line.split(": ", 1)[-1])
-    return patterns
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+import kit  # noqa: E402  (the kit generator's file listing and link check)
 
 
 def excused(rel: str) -> bool:
     """A name a starter kit leaves out, in a tree that is a starter kit (the kit holds neither
     INSTRUCTOR.md nor the list of what it leaves out, scripts/lib/instructor_only.txt)."""
-    if not (ROOT / ".starter-kit").exists():
+    if not (ROOT / kit.MARKER_FILE).exists():
         return False
-    patterns = instructor_only() or ["INSTRUCTOR.md"]
-    return any(fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel.rstrip("/") + "/x", p) for p in patterns)
+    return kit.is_instructor_only(rel, kit.instructor_only_patterns(ROOT, "full") or ["INSTRUCTOR.md"])
 
 
 def layout_paths(readme: str) -> list[str]:
     """The first column of the code block under "## Repository layout"."""
     section = readme.split("## Repository layout", 1)[1]
-    block = FENCE.search(section).group(0).splitlines()[1:-1]
+    block = kit.MD_FENCE.search(section).group(0).splitlines()[1:-1]
     names = []
     for line in block:
         if not line or line[0].isspace():
@@ -56,14 +41,6 @@ def layout_paths(readme: str) -> list[str]:
             if "/" in token or "." in token:
                 names.append(token)
     return names
-
-
-def markdown_files() -> list[Path]:
-    out = []
-    for path in ROOT.rglob("*.md"):
-        if not SKIP_DIRS.intersection(path.relative_to(ROOT).parts):
-            out.append(path)
-    return sorted(out)
 
 
 KERNELS = "step07_benchmark/kernels"
@@ -90,22 +67,15 @@ RESULTS_SHARE = 0.25
 
 
 def results_share() -> list[str]:
-    """Committed measurements may not crowd out the code: at most RESULTS_SHARE of the bytes git
-    tracks (a copy without git, such as a starter kit, is not checked)."""
-    import subprocess
-    try:
-        listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    """Committed measurements may not crowd out the code: at most RESULTS_SHARE of the repository's
+    bytes (a starter kit, which leaves files out, is not checked)."""
+    if (ROOT / kit.MARKER_FILE).exists():
         return []
-    sizes = {}
-    for rel in listed.decode().split("\0"):
-        path = ROOT / rel
-        if rel and path.is_file():
-            sizes[rel] = path.stat().st_size
+    sizes = {rel: (ROOT / rel).stat().st_size for rel in kit.repository_files(ROOT)}
     total = sum(sizes.values())
     results = sum(size for rel, size in sizes.items() if rel.startswith(RESULTS))
     if total and results > RESULTS_SHARE * total:
-        return [f"{RESULTS}: {results} of {total} tracked bytes ({results / total:.1%}), more than "
+        return [f"{RESULTS}: {results} of {total} bytes ({results / total:.1%}), more than "
                 f"{RESULTS_SHARE:.0%}: gzip raw logs or remove superseded runs (results/README.md)"]
     return []
 
@@ -122,24 +92,16 @@ def main() -> int:
     for name in names:
         if not (ROOT / name).exists() and not excused(name):
             misses.append(f"README.md (Repository layout): {name}")
-    links = 0
-    for md in markdown_files():
-        text = FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), md.read_text(errors="replace"))
-        for m in LINK.finditer(text):
-            target = m.group("target").split("#")[0]
-            if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("/"):
-                continue
-            links += 1
-            resolved = (md.parent / target).resolve()
-            rel = str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
-            if not resolved.exists() and not excused(rel):
-                line = text.count("\n", 0, m.start()) + 1
-                misses.append(f"{md.relative_to(ROOT)}:{line}: {m.group('target')}")
+    # Every relative link of the tree's Markdown: the kit generator's own check (a kit's links were
+    # checked when it was generated, and its files are its list).
+    in_kit = (ROOT / kit.MARKER_FILE).exists()
+    misses += kit.broken_links(ROOT, None if in_kit else kit.repository_files(ROOT))
     misses += layout_breaches()
     misses += results_share()
     for miss in misses:
         print("missing:", miss)
-    print(f"{len(names)} layout paths and {links} Markdown links checked, {len(misses)} missing")
+    print(f"{len(names)} layout paths, the Markdown links, the kernels' layout and the results' share "
+          f"checked: {len(misses)} missing")
     return 1 if misses else 0
 
 
