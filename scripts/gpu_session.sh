@@ -32,7 +32,9 @@
 #                                          default 90), python/tests from OUT on the installed
 #                                          package (FA2_REQUIRE_GPU=1), then python/benchmarks
 #                                          (PACKAGE_BENCH, default "dtypes gqa window"; each
-#                                          script's table in OUT/<name>.md, its times in .csv)
+#                                          script's table in OUT/<name>.md, its times in .csv;
+#                                          "peers": the sweep beside SDPA and FlashAttention-4
+#                                          where flash_attn.cute imports, PEERS_ARGS its options)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -40,7 +42,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -303,7 +305,9 @@ phase_package() {
   tail -n 3 "$out/pytest_installed.log"
   for name in ${PACKAGE_BENCH:-dtypes gqa window}; do
     log "python/benchmarks/$name.py"
-    (cd python/benchmarks && python3 "$name.py" --csv "$out/$name.csv" > "$out/$name.md" 2>&1) || status=1
+    local extra=()
+    if [ "$name" = peers ]; then read -r -a extra <<< "${PEERS_ARGS:-}"; fi
+    (cd python/benchmarks && python3 "$name.py" "${extra[@]}" --csv "$out/$name.csv" > "$out/$name.md" 2>&1) || status=1
     cat "$out/$name.md"
   done
 }

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -208,6 +209,33 @@ BwdCheck run_backward_and_compare(const FlashPasses<T>& passes, const FlashShape
 // so the rounding of O, P and dS weighs more than with spread-out rows. Seen (2026-11-30, 25 runs
 // on the host, one on an H200): 1.9e-2 of the scale in float32, 1.4e-2 in bf16.
 inline constexpr GradientTolerance kLargeScoreTolerance{6e-2, 2e-2};
+
+// The backward's counterpart of skips_unseen_key_tiles: a key tile must skip the query tiles whose
+// windows miss all of its keys. With window (0, 0) over N queries and keys, key k is seen by query
+// k alone, so NaN in Q and dO from query `first_unseen` on (a multiple of every kernel's tiles)
+// must leave dK and dV of the keys before it, and dQ of the queries before it, finite: a key tile
+// that computed a NaN query tile would multiply its masked weights, 0, by NaN in dS. O and L are
+// the reference's on the clean inputs. Returns whether every such row is finite.
+template <class T>
+bool skips_unseen_query_tiles(const FlashBwdRunner<T>& backward, index_t N, index_t D, index_t first_unseen) {
+  Rng rng(fresh_seed());
+  const FlashShape shape{2, N, N, D};
+  BwdInputs<T> in(shape, rng);
+  const Window window{0, 0};
+  const auto fwd = reference_outputs<T>(in.Q.cview(), in.K.cview(), in.V.cview(), false, std::nullopt, window);
+  const T nan = convert<T>(std::numeric_limits<float>::quiet_NaN());
+  for_each_index<3>(in.Q.shape(), [&](const Extents<3>& i) {
+    if (i[1] >= first_unseen) in.Q.view().at(i) = in.dO.view().at(i) = nan;
+  });
+  const auto g = backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), false);
+  bool finite = true;
+  for (const Tensor<T, 3>* t : {&g.dQ, &g.dK, &g.dV}) {
+    for_each_index<3>(t->shape(), [&](const Extents<3>& i) {
+      if (i[1] < first_unseen && !std::isfinite(convert<double>(t->cview().at(i)))) finite = false;
+    });
+  }
+  return finite;
+}
 
 inline void require_close(const BwdCheck& c) {
   CHECK_MESSAGE(c.dQ.ok, c.dQ.summary());

@@ -109,6 +109,16 @@ TEST_SUITE("host+backward") {
     }
   }
 
+  TEST_CASE("backward: query tiles wholly outside the window are skipped: NaN in their Q and dO reaches no other row") {
+    // Window (0, 0) over 128 queries and keys: key k is seen by query k alone, so the key tiles of
+    // keys 0 to 63 must not read the query tiles from 64 on.
+    CHECK(fa2::testing::skips_unseen_query_tiles<float>(fa2::testing::host_passes<float>(fa2::Window{0, 0}).backward,
+                                                        128, 32, 64));
+    // The check itself: without the window every query tile is read, and the NaN reaches dK and dV.
+    CHECK_FALSE(
+        fa2::testing::skips_unseen_query_tiles<float>(fa2::testing::host_passes<float>().backward, 128, 32, 64));
+  }
+
   TEST_CASE("backward: keys that no query sees (causal, N_q < N_k) get dK = dV = 0 exactly, not NaN") {
     // Queries 0..9 see keys 0..9 only: keys 10..49 (part of key tile 0, all of tiles 1 to 3)
     // meet no query, and key tiles 1 to 3 visit no query tile at all.

@@ -25,6 +25,7 @@
 #include "step05_fa2_kernel/tests/flash_test_support_cuda.hpp"
 #include "step07_benchmark/kernels/lab/variants.hpp"
 #include "step07_benchmark/kernels/product/flash_attention.hpp"
+#include "step07_benchmark/kernels/product/rows.hpp"
 
 using fa2::testing::gpu_runner;
 using fa2::variants::kernel_variants;
@@ -376,25 +377,24 @@ TEST_SUITE("gpu+variants") {
     }
   }
 
-  TEST_CASE("GPU: v5's backwards and the fast one take a sliding window, also deterministic, and v6b refuses it") {
+  TEST_CASE(
+      "GPU: every fast backward takes a sliding window, also deterministic, and skips the query tiles it misses") {
     FA2_SKIP_WITHOUT_GPU();
     for (const auto* v : fast_backwards()) {
-      if (v->family == "sm90" || v->key.starts_with("v6b")) {
-        fa2::Tensor<fa2::bf16, 3> x(fa2::Extents<3>{1, 64, 64});
-        INFO(v->name());
-        CHECK_THROWS_WITH(fa2::run_backward_with_device_tensors<fa2::bf16>(
-                              v->cuda_backward, x.cview(), x.cview(), x.cview(), x.cview(),
-                              fa2::Tensor<float, 2>(fa2::Extents<2>{1, 64}).cview(), x.cview(), false, std::nullopt,
-                              false, fa2::Window{8, 0}),
-                          doctest::Contains("window: v6b takes no sliding window"));
-        continue;
-      }
       INFO(v->name());
       for (const fa2::Window window : fa2::testing::test_windows()) {
         for (const auto D : v->head_dims) {
           for (const fa2::testing::FlashShape shape :
                {fa2::testing::FlashShape{2, 300, 257, D}, {1, 257, 300, D}, {4, 130, 130, D, 2}}) {
             for (bool causal : {false, true}) {
+              // The sm90 path as a whole runs a window only where kernels.def picks a row for one.
+              if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, causal)) {
+                CHECK_THROWS_WITH(fa2::testing::run_backward_and_compare<fa2::bf16>(
+                                      fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, false, window), shape,
+                                      causal, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(), window),
+                                  doctest::Contains("no pick for a sliding window"));
+                continue;
+              }
               for (bool deterministic : {false, true}) {
                 fa2::testing::require_close(fa2::testing::run_backward_and_compare<fa2::bf16>(
                     fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, deterministic, window), shape, causal, 1.0,
@@ -402,6 +402,16 @@ TEST_SUITE("gpu+variants") {
               }
             }
           }
+        }
+      }
+      // Window (0, 0) over 1024 queries and keys: the key tiles before key 512 must not read the
+      // query tiles from 512 on, whose Q and dO are NaN.
+      for (const auto D : v->head_dims) {
+        if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, false)) continue;
+        for (bool deterministic : {false, true}) {
+          CHECK(fa2::testing::skips_unseen_query_tiles<fa2::bf16>(
+              fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, deterministic, fa2::Window{0, 0}).backward, 1024, D,
+              512));
         }
       }
     }
@@ -444,12 +454,11 @@ TEST_SUITE("gpu+variants") {
                                        deterministic);
           }
         }
-        if (v->family != "sm90" && !v->key.starts_with("v6b")) {
-          const fa2::Window window{40, 3};
-          fa2::testing::require_close(fa2::testing::run_backward_and_compare<fp16>(
-              fa2::testing::gpu_passes<fp16>(v->cuda_backward, false, window), {2, 300, 257, D}, true, 1.0,
-              fa2::testing::gradient_tolerance<fp16>(), window));
-        }
+        if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, true)) continue;
+        const fa2::Window window{40, 3};
+        fa2::testing::require_close(fa2::testing::run_backward_and_compare<fp16>(
+            fa2::testing::gpu_passes<fp16>(v->cuda_backward, false, window), {2, 300, 257, D}, true, 1.0,
+            fa2::testing::gradient_tolerance<fp16>(), window));
       }
     }
   }

@@ -46,7 +46,7 @@ struct FastBwdParams {
   int heads_per_block, group_splits;
   float* dk_partial;
   float* dv_partial;
-  // A sliding window (v5's backward, its Cfg::Windowed twins), as FastParams has it.
+  // A sliding window (the Cfg::Windowed twins of v5's backward and v6b), as FastParams has it.
   bool windowed;
   int window_left, window_right;
   float scale;       // dK and dQ are multiplied by it once, at the end
@@ -105,6 +105,8 @@ struct QueryWalk {
     const int first = m_begin(p);
     return m_end > first ? m_end - first : 0;
   }
+  // One past its last query tile of a head.
+  __device__ __forceinline__ static int m_end(const FastBwdParams& p) { return m_begin(p) + tiles(p); }
   __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.heads_per_block * tiles(p); }
   __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
     return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.heads_per_block)) + t / tiles(p);

@@ -53,7 +53,6 @@ std::string backward_refusal(const FlashBwdArgs& a) {
 }
 
 std::string sm90_backward_refusal_beyond(const FlashBwdArgs& a) {
-  if (a.window.bounded()) return "window: v6b takes no sliding window (v5's backward does)";
   if (a.q_shape[2] != 64 && a.q_shape[2] != 128) return "head_dim: v6b takes 64 or 128";
   // The grid is (batch, key tiles of kBackwardKeyTile = 128): CUDA caps y at 65535.
   if (cdiv<index_t>(a.k_shape[1], kBackwardKeyTile) > 65535) {
@@ -79,8 +78,15 @@ BackwardPlan plan_backward(const FlashBwdArgs& args, Path path) {
   const long long query_rows = args.q_shape[0] * args.q_shape[1];
   if (path != Path::sm80) {
     std::string why_not = sm90_backward_refusal_beyond(args);
+    // Every v6b row takes a window (its Windowed twin), but the product runs one only where
+    // kernels.def picks a row for windows.
+    const bool window = args.window.bounded();
+    if (why_not.empty() && window && !has_window_picks<Family::sm90_backward>(head_dim, args.causal)) {
+      why_not = "window: the sm90 backward has no pick for a sliding window at head dim " + std::to_string(head_dim) +
+                (args.causal ? ", causal" : "") + " (the sm80 backward takes it)";
+    }
     if (why_not.empty()) {
-      const int row = picked_row<Family::sm90_backward>(head_dim, args.causal, false, query_rows);
+      const int row = picked_row<Family::sm90_backward>(head_dim, args.causal, window, query_rows);
       if (row >= 0) {
         plan.kernel = rows<ProductRows, Family::sm90_backward>()[row].key;
         plan.launch = product_backward(Family::sm90_backward, row, head_dim, args.causal);

@@ -44,8 +44,9 @@ ForwardPlan plan_forward(const FlashFwdArgs& args, Path path = Path::best);
 // Launches the plan's kernel on `stream`; std::invalid_argument with plan.refused when it cannot.
 void run(const ForwardPlan& plan, ::CUstream_st* stream = nullptr);
 
-// The same for the backward (dQ, dK, dV from O, L and dO). A sliding window runs on the sm80
-// backward (the sm90 backward takes none). The plan also sizes the sm90 backward's optional
+// The same for the backward (dQ, dK, dV from O, L and dO). A sliding window runs on the sm90
+// backward where kernels.def picks one of its rows for windows, on the sm80 backward elsewhere.
+// The plan also sizes the sm90 backward's optional
 // workspace for few kv heads (FlashBwdArgs::dkv_partial): the caller allocates dkv_partial_floats
 // floats and sets plan.args.dkv_partial before run(), or leaves it null (no split; same results).
 struct BackwardPlan {

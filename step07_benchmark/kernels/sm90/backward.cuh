@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
       // The next query tile, or the first of the next query head: no division on the way.
       StepPlace next = step_place<Cfg>(opaque(base), t);
       next.q0 += BM;
-      if (next.q0 >= p.N_QUERIES) next = {next.bh + 1, Walk::m_begin(p) * BM};
+      if (next.q0 >= (Cfg::WINDOW ? Walk::m_end(p) * BM : p.N_QUERIES)) next = {next.bh + 1, Walk::m_begin(p) * BM};
       load_query_tile(t + 1, next, stage ^ 1);
     }
     cp_async_commit();

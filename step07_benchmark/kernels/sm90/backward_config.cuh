@@ -8,7 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "step07_benchmark/kernels/device/dq_turns.cuh"  // deterministic_twin
+#include "step07_benchmark/kernels/device/dq_turns.cuh"        // deterministic_twin
+#include "step07_benchmark/kernels/device/forward_params.cuh"  // windowed_twin
 #include "step07_benchmark/kernels/device/layouts.hpp"
 #include "step07_benchmark/kernels/ptx/mma.cuh"  // elem16, float16_twin
 
@@ -23,6 +24,9 @@ struct HopperBwdOptions {
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
   bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
+  bool window = false;         // a sliding window: the walk leaves out the query tiles no query of
+                               // which sees the block's keys, the masks the rest; built both ways
+                               // too (Cfg::Windowed)
 };
 
 template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
@@ -33,13 +37,16 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
-  static constexpr int BLOCK_M = OPT.block_m;
+  // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill.
+  static constexpr int BLOCK_M = OPT.window && OPT.block_m == 128 ? 64 : OPT.block_m;
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool FLOAT16 = OPT.float16;
   using Float16 = HopperBwdConfig<D_, CAUSAL_, float16_twin(OPT)>;
+  static constexpr bool WINDOW = OPT.window;
+  using Windowed = HopperBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
   // then moves registers from the producer (which only issues loads) to the others.
   static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);

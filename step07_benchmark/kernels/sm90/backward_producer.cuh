@@ -23,14 +23,15 @@ struct HopperBwdMaps {
 };
 
 // Where a block stands: its key tile, its batch element of K and V, the query tiles it walks
-// (causal, top-left: the tile's first key k0 is first seen by query k0; with grouped-query
-// attention, those of every query head of the group or of its part of the group, QueryWalk) and
+// (causal, top-left: the tile's first key k0 is first seen by query k0; with a sliding window,
+// only those whose queries' windows reach the tile; with grouped-query attention, those of every
+// query head of the group or of its part of the group: QueryWalk) and
 // its thread's place. One block per (batch element of K, part of its group, key tile), the key
 // tile the slow index: causal, the heaviest blocks of every head start first (as v5's backward);
 // deterministic, the last key tile first.
 template <class Cfg>
 struct BwdBlock {
-  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC>;
+  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW>;
   int k0;
   __device__ __forceinline__ BwdBlock() : k0(key_tile_of_block<Cfg::DETERMINISTIC>() * Cfg::BLOCK_N) {}
   // Its batch element of K and V, remade at each use (Walk::fresh) rather than held through the loop.
@@ -46,7 +47,8 @@ struct BwdBlock {
 // The producer's loads for one block: K_j and V_j once, then each step's Q_i and dO_i by TMA and
 // its L_i and D_i by the warp's lanes (ordinary loads and stores: L and D may be strided, and a
 // row of them is 256 bytes), into stage t % 2 once the computing warps have handed that stage
-// back. Query rows past N_QUERIES arrive as zeros either way.
+// back. Query rows past N_QUERIES arrive as zeros either way. A block whose walk is empty (its
+// keys past every query, causal or windowed) loads nothing: it must not end with copies in flight.
 template <class Cfg>
 __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const HopperBwdMaps& maps,
                                                   const BwdBlock<Cfg>& blk, std::uint32_t tiles, std::uint64_t* kv_full,
@@ -55,7 +57,7 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
   using Walk = typename BwdBlock<Cfg>::Walk;
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
   const int kv = static_cast<int>(blk.kv(p));
-  if (lane == 0) {
+  if (lane == 0 && Walk::steps(p) > 0) {
     mbarrier_arrive_expect_bytes(kv_full, 2 * L::kv_bytes);
     for (int cb = 0; cb < D / 64; ++cb) {
       tma_load_3d_at(tiles + L::k + cb * BN * 128, &maps.k, cb * 64, blk.k0, kv, kv_full);

@@ -24,9 +24,10 @@ namespace fa2::flash {
 // From S^T and dP^T (fp32 accumulators) to the bf16 A fragments of P^T and dS^T, 16 queries at a
 // time, so that the fp32 tiles die as the fragments fill (at head dim 128 the thread has no
 // registers for both at once):
-//   P^T  = 2^(S^T scale_log2 - L_i log2 e), exactly 0 for keys past N_KEYS and, causal, keys after
-//          their query (the padded query rows need no mask: their dO, L and D_i are zero, so
-//          their dS is 0, and their P meets a zero dO row in dV);
+//   P^T  = 2^(S^T scale_log2 - L_i log2 e), exactly 0 for keys past N_KEYS, causal, keys after
+//          their query, and windowed, keys outside their query's window (the padded query rows
+//          need no mask: their dO, L and D_i are zero, so their dS is 0, and their P meets a zero
+//          dO row in dV; a query that sees no key has L = +inf, and P = 0 throughout);
 //   dS^T = P^T (dP^T - D_i).
 // Accumulator tile t (queries 8t + col, + 1; elements 0-1 in row `row`, 2-3 in row + 8) becomes
 // registers 2 (t % 2) and 2 (t % 2) + 1 of fragment t / 2 (layouts.hpp's p_source_*).
@@ -34,11 +35,17 @@ template <class Cfg>
 __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, const KeysByQueries<Cfg>& dp,
                                                   KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf, std::uint32_t sL,
                                                   std::uint32_t sD, int q0, int N_KEYS, float scale_log2,
-                                                  const BwdThread& th) {
+                                                  int window_left, int window_right, const BwdThread& th) {
   const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
   const bool straddles = Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0;
+  // A window's edge crosses the warpgroup's keys for some query of the step: its left edge (the
+  // last query's first key) or its right edge (the first query's last key). Causal, the right edge
+  // (right >= 0) hides no key that the causal mask shows: only the left one counts.
+  const bool window_edge = Cfg::WINDOW && (th.key0 < q0 + Cfg::BLOCK_M - 1 - window_left ||
+                                           (!Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0 + window_right));
   // Row h's key is masked out past N_KEYS, and, causal, in column 8t + i when
-  // key - (q0 + col) > 8t + i: two numbers per row instead of an index per element.
+  // key - (q0 + col) > 8t + i: two numbers per row instead of an index per element. Windowed, also
+  // where key - query (that number less 8t + i) is below -left or above right.
   bool key_out[2];
   int key_ahead[2];
 #pragma unroll
@@ -58,8 +65,12 @@ __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, c
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         x[i] = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
-        if (ragged || straddles) {
+        if (ragged || straddles || window_edge) {
           if (key_out[h] || (Cfg::CAUSAL && key_ahead[h] > t * 8 + i)) x[i] = -INFINITY;
+          if constexpr (Cfg::WINDOW) {
+            const int ahead = key_ahead[h] - (t * 8 + i);  // key - query
+            if (ahead < -window_left || (!Cfg::CAUSAL && ahead > window_right)) x[i] = -INFINITY;
+          }
         }
       }
       const float p0 = exp2_approx(x[0]), p1 = exp2_approx(x[1]);
@@ -156,10 +167,10 @@ __device__ __forceinline__ std::int32_t* query_tile_counter(const FastBwdParams&
   return p.dq_semaphores + index + opaque(static_cast<std::uint32_t>(q0 / Cfg::BLOCK_M));
 }
 template <class Cfg>
-__device__ __forceinline__ int dq_turn(int q0, const BwdThread& th) {
+__device__ __forceinline__ int dq_turn(int q0, const BwdThread& th, int window_right) {
   const int key_tile = th.key0 / Cfg::BLOCK_N;
-  const int last =
-      last_key_tile(q0 / Cfg::BLOCK_M, static_cast<int>(gridDim.y), Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL);
+  const int last = last_key_tile(q0 / Cfg::BLOCK_M, static_cast<int>(gridDim.y), Cfg::BLOCK_M, Cfg::BLOCK_N,
+                                 Cfg::CAUSAL, Cfg::WINDOW ? window_right : -1);
   const int order_in_block = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 1 - th.wg : 0;
   return 4 * (2 * (last - key_tile) + order_in_block);
 }
@@ -191,7 +202,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   fence_accumulators(dp);
   KeyRowFrags<Cfg> pf, dsf;
   key_row_gradients<Cfg>(s, dp, pf, dsf, tiles + L::L + stage * L::row_bytes, tiles + L::D + stage * L::row_bytes, q0(),
-                         p.N_KEYS, p.scale_log2, th);
+                         p.N_KEYS, p.scale_log2, p.window_left, p.window_right, th);
   store_key_rows<Cfg>(adS, dsf, th);
   issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
   issue_keys_by_dims<Cfg>(dk, dsf, aQ);  // dK_w += dS^T Q_i
@@ -211,7 +222,8 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   }
   // Deterministic: the warpgroup's first thread waits for its turn to add (dq_turns.cuh) before
   // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (Cfg::DETERMINISTIC && first_thread) wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th));
+  if (Cfg::DETERMINISTIC && first_thread)
+    wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th, p.window_right));
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();

@@ -90,11 +90,18 @@ void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
 }
 
 // One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel
-// (warp-specialised with the producer), with the TMA views its options read.
+// (warp-specialised with the producer), with the TMA views its options read. With a sliding
+// window, the twin built for one (Cfg::Windowed).
 template <class Cfg>
 void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   static_assert(Cfg::BLOCK_N == kBackwardKeyTile, "the plan's checks and the group split count v6b's key tiles");
   const FlashBwdArgs& a = plan.args;
+  if constexpr (!Cfg::WINDOW) {
+    if (a.window.bounded()) {
+      launch_hopper_bwd_config<typename Cfg::Windowed>(plan, stream);
+      return;
+    }
+  }
   const index_t key_blocks = cdiv<index_t>(a.k_shape[1], Cfg::BLOCK_N);  // at most 65535: the plan checked it
   FastBwdParams p = make_fast_bwd_params(a);
   const index_t B = a.q_shape[0], N_q = a.q_shape[1], N_k = a.k_shape[1], D = a.q_shape[2];
