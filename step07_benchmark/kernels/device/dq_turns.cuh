@@ -56,11 +56,14 @@ __device__ __forceinline__ void wait_for_turn(const std::int32_t* counter, int c
 }
 
 // Counts a warp's adds as done (lane 0, after __syncwarp, which orders the other lanes' adds
-// before it): the fence orders them before the increment the next writer waits for.
+// before it), or WARPS warps' when one thread added for them (v6b's dQ writer): the fence orders
+// them before the increment the next writer waits for.
+template <int WARPS = 1>
 __device__ __forceinline__ void pass_turn(std::int32_t* counter) {
   asm volatile(
       "fence.acq_rel.gpu;\n"
-      "red.relaxed.gpu.global.add.s32 [%0], 1;\n" ::"l"(counter)
+      "red.relaxed.gpu.global.add.s32 [%0], %1;\n" ::"l"(counter),
+      "n"(WARPS)
       : "memory");
 }
 

@@ -22,9 +22,10 @@
 // L_i and D_i double-buffered into wgmma's 128-byte swizzle, the block meeting at every query
 // tile), or (producer) a producer warpgroup with TMA into a ring of two stages on mbarriers
 // (hopper_bwd_ws_kernel), so that the computing warpgroups meet only where dQ's share needs the
-// other one's dS^T. The parts: backward_config.cuh (options, layout), backward_products.cuh (the
-// wgmma, dQ's share out), backward_step.cuh (one step of a warpgroup), backward_producer.cuh (the
-// producer, the TMA views).
+// other one's dS^T; with dq_writer, that warpgroup's second warp also adds dQ's shares. The parts:
+// backward_config.cuh (options, layout), backward_products.cuh (the wgmma, dQ's share out),
+// backward_step.cuh (one step of a warpgroup), backward_producer.cuh (the producer, the TMA
+// views), backward_dq_writer.cuh (the dQ writer).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -37,6 +38,7 @@
 #include "step07_benchmark/kernels/ptx/mma.cuh"
 #include "step07_benchmark/kernels/ptx/tma.cuh"
 #include "step07_benchmark/kernels/sm90/backward_config.cuh"
+#include "step07_benchmark/kernels/sm90/backward_dq_writer.cuh"
 #include "step07_benchmark/kernels/sm90/backward_producer.cuh"
 #include "step07_benchmark/kernels/sm90/backward_products.cuh"
 #include "step07_benchmark/kernels/sm90/backward_step.cuh"
@@ -143,7 +145,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
 
   if (warp >= Cfg::NUM_THREADS / 32) {
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
-    if (warp == Cfg::NUM_THREADS / 32) backward_producer<Cfg>(p, maps, blk, base, kv_full, full, empty, lane);
+    if (warp == Cfg::NUM_THREADS / 32) {
+      backward_producer<Cfg>(p, maps, blk, base, kv_full, full, empty, lane);
+    } else if constexpr (Cfg::DQ_WRITER) {
+      if (warp == Cfg::NUM_THREADS / 32 + 1) dq_writer<Cfg>(p, maps, blk, base, lane);
+    }
     return;
   }
   setmaxnreg_inc<Cfg::CONSUMER_REGS>();

@@ -21,6 +21,11 @@ struct HopperBwdOptions {
   bool dq_tma = false;         // dQ's share leaves through shared memory by TMA reduce-add, not atomics
   bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
                                // two stages on mbarriers: the computing warpgroups never meet to load
+  bool overlap_p = false;      // S^T and dP^T issued back to back, and only S^T waited for: P^T's
+                               // exponentials run while dP^T is still on the tensor cores
+  bool dq_writer = false;      // a warp of the producer's warpgroup adds dQ's shares (TMA reduce-adds,
+                               // and deterministic, the turns); the computing warpgroups hand them
+                               // over in shared memory (needs producer and dq_tma)
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
   bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
@@ -41,6 +46,13 @@ struct HopperBwdConfig {
   static constexpr int BLOCK_M = OPT.window && OPT.block_m == 128 ? 64 : OPT.block_m;
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
+  // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
+  // bytes): the windowed twin waits for both products.
+  static constexpr bool OVERLAP_P = OPT.overlap_p && !(OPT.window && D_ == 128);
+  static constexpr bool DQ_WRITER = OPT.dq_writer;
+  static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
+                "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
+  static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool FLOAT16 = OPT.float16;
@@ -50,7 +62,10 @@ struct HopperBwdConfig {
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
   // then moves registers from the producer (which only issues loads) to the others.
   static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);
-  static constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = 240;
+  // At head dim 64 the dQ writer spills in 24 registers (ptxas for sm_90a), and the computing
+  // warpgroups need far fewer than 240: 32 and 232 there.
+  static constexpr int PRODUCER_REGS = DQ_WRITER && D == 64 ? 32 : 24;
+  static constexpr int CONSUMER_REGS = DQ_WRITER && D == 64 ? 232 : 240;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
   // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:
@@ -85,8 +100,9 @@ struct HopperBwdConfig {
 // stages of Q_i and of dO_i, dS^T (BLOCK_N keys x BLOCK_M queries, BLOCK_M / 64 column blocks,
 // DS_STAGES stages), with dq_tma two stages of each warpgroup's float32 part of dQ (64 x 64, two
 // boxes of 32 columns), two stages of L_i and of D_i, with the producer the mbarriers (K/V
-// landed, and per stage Q_i's landed and handed back), and where the last four steps' query tiles
-// are (StepPlace, below).
+// landed, and per stage Q_i's landed and handed back), where the last four steps' query tiles
+// are (StepPlace, below) and, with the dQ writer, where each staged part of dQ goes (a DqPlace
+// per warpgroup and stage).
 template <class Cfg>
 struct BwdLayout {
   static constexpr std::uint32_t kv_bytes = Cfg::kv_elems * 2, q_bytes = Cfg::q_elems * 2;
@@ -96,7 +112,9 @@ struct BwdLayout {
                                  dQ = dS + Cfg::DS_STAGES * ds_bytes, L = dQ + 2 * Cfg::WARPGROUPS * dq_bytes,
                                  D = L + 2 * row_bytes, bars = D + 2 * row_bytes;
   static constexpr int kBarriers = Cfg::PRODUCER ? 5 : 0;  // kv_full, full[2], empty[2]
-  static constexpr std::uint32_t steps = bars + kBarriers * 8, end = steps + 4 * 8;
+  static constexpr std::uint32_t steps = bars + kBarriers * 8;
+  static constexpr std::uint32_t dq_places = (steps + 4 * 8 + 15) / 16 * 16;  // 16-byte stores
+  static constexpr std::uint32_t end = dq_places + (Cfg::DQ_WRITER ? 2 * Cfg::WARPGROUPS * 16 : 0);
   static constexpr std::size_t smem_bytes = end + Cfg::TILE_ALIGN;
   static_assert(dS % Cfg::TILE_ALIGN == 0 && dQ % Cfg::TILE_ALIGN == 0, "tiles on swizzle atoms");
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
@@ -129,12 +147,40 @@ __device__ __forceinline__ StepPlace step_place(std::uint32_t tiles, int t) {
   return {step_place_field<Cfg, 0>(tiles, t), step_place_field<Cfg, 1>(tiles, t)};
 }
 
+// Where a staged part of dQ goes, and, for a windowed twin with deterministic gradients, the count
+// of its turn (dq_turn): written by the warpgroup's first thread with the part, read by the dQ
+// writer. The writer works out the other turns itself; a window's is more than its 24 registers
+// hold at head dim 128, and the computing warpgroups of the overlapped products have none to
+// spare for the others.
+struct DqPlace {
+  int bh, q0, turn;
+};
+__device__ __forceinline__ void st_shared_dq_place(std::uint32_t address, DqPlace at) {
+  asm volatile("st.shared.v4.s32 [%0], {%1, %2, %3, %3};\n" ::"r"(address), "r"(at.bh), "r"(at.q0), "r"(at.turn)
+               : "memory");
+}
+__device__ __forceinline__ DqPlace ld_shared_dq_place(std::uint32_t address) {
+  DqPlace at;
+  asm volatile(
+      "ld.shared.v2.s32 {%0, %1}, [%3];\n"
+      "ld.shared.s32 %2, [%3 + 8];\n"
+      : "=r"(at.bh), "=r"(at.q0), "=r"(at.turn)
+      : "r"(address)
+      : "memory");
+  return at;
+}
+
 // The named barriers of v6b (0 is __syncthreads').
 enum class BwdBarrier : int {
   block_ds = 1,  // the block's dS^T is in shared memory (dQ by queries or columns)
   wg_ds0 = 2,    // warpgroup wg's dS^T rows are (dQ by keys): wg_ds0 + wg
   wg_dq0 = 4,    // warpgroup wg's part of dQ is in shared memory (dq_tma): wg_dq0 + wg
+  // With the dQ writer, per warpgroup wg and stage s (id + 2 wg + s), between the warpgroup's 128
+  // threads and the writer's 32:
+  dq_full0 = 6,   // the part is staged (the warpgroup arrives, the writer waits)
+  dq_empty0 = 10  // the writer has read it out (the writer arrives, the warpgroup waits)
 };
+inline constexpr int kDqHandoverThreads = 128 + 32;
 
 // A warpgroup's key-row tiles, each warp its 16 rows in the accumulator layout of ptx/wgmma.cuh.
 template <class Cfg>

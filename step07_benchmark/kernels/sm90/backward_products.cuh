@@ -147,12 +147,18 @@ __device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t 
 // wavefronts, the least 256 bytes take.
 template <class Cfg>
 __device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
+  // The thread's place, through a value the compiler cannot see through: the 16 store addresses
+  // are remade here at each step rather than held across the loop (at head dim 128, with the
+  // producer, those registers spill).
+  int place;
+  asm volatile("mov.b32 %0, %1;\n" : "=r"(place) : "r"(th.row * 8 + th.col));
+  const int thread_row = place / 8, thread_col = place % 8;
 #pragma unroll
   for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
-    const int box = t / 4, chunk = 2 * (t % 4) + th.col / 4, byte = (th.col % 4) * 4;
+    const int box = t / 4, chunk = 2 * (t % 4) + thread_col / 4, byte = (thread_col % 4) * 4;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = th.row + 8 * h;
+      const int row = thread_row + 8 * h;
       const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
       asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1]) : "memory");
     }

@@ -21,39 +21,58 @@
 
 namespace fa2::flash {
 
+// Which elements of a warpgroup's S^T tile of one step P^T must leave at exactly 0: keys past
+// N_KEYS, causal, keys after their query, and windowed, keys outside their query's window. (The
+// padded query rows need no mask: their dO, L and D_i are zero, so their dS is 0, and their P meets
+// a zero dO row in dV; a query that sees no key has L = +inf, and its P is 0 throughout.) Row h's
+// key (th.row + 8h) is out past N_KEYS; causal, column c = 8t + i (query q0 + col + c) masks it
+// when key - (q0 + col) > c: two numbers per row instead of an index per element. Windowed, also
+// where key - query (that number less c) is below -left or, without the causal mask (which already
+// hides what a right edge >= 0 would), above right.
+template <class Cfg>
+struct KeyRowMask {
+  bool any;  // some element of the step may be masked: the loops test `masked` only then
+  bool key_out[2];
+  int key_ahead[2];
+  int window_left, window_right;
+  __device__ __forceinline__ KeyRowMask(int q0, int N_KEYS, int left, int right, const BwdThread& th)
+      : window_left(left), window_right(right) {
+    const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
+    const bool straddles = Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0;
+    // A window's edge crosses the warpgroup's keys for some query of the step: its left edge (the
+    // last query's first key) or, without the causal mask, its right edge (the first query's last key).
+    const bool window_edge = Cfg::WINDOW && (th.key0 < q0 + Cfg::BLOCK_M - 1 - left ||
+                                             (!Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0 + right));
+    any = ragged || straddles || window_edge;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = th.key0 + th.row + 8 * h;
+      key_out[h] = key >= N_KEYS;
+      key_ahead[h] = key - (q0 + th.col);
+    }
+  }
+  __device__ __forceinline__ bool masked(int h, int c) const {
+    if (key_out[h] || (Cfg::CAUSAL && key_ahead[h] > c)) return true;
+    if constexpr (Cfg::WINDOW) {
+      const int ahead = key_ahead[h] - c;  // key - query
+      if (ahead < -window_left || (!Cfg::CAUSAL && ahead > window_right)) return true;
+    }
+    return false;
+  }
+};
+
 // From S^T and dP^T (fp32 accumulators) to the bf16 A fragments of P^T and dS^T, 16 queries at a
 // time, so that the fp32 tiles die as the fragments fill (at head dim 128 the thread has no
 // registers for both at once):
-//   P^T  = 2^(S^T scale_log2 - L_i log2 e), exactly 0 for keys past N_KEYS, causal, keys after
-//          their query, and windowed, keys outside their query's window (the padded query rows
-//          need no mask: their dO, L and D_i are zero, so their dS is 0, and their P meets a zero
-//          dO row in dV; a query that sees no key has L = +inf, and P = 0 throughout);
+//   P^T  = 2^(S^T scale_log2 - L_i log2 e), 0 where KeyRowMask masks;
 //   dS^T = P^T (dP^T - D_i).
 // Accumulator tile t (queries 8t + col, + 1; elements 0-1 in row `row`, 2-3 in row + 8) becomes
 // registers 2 (t % 2) and 2 (t % 2) + 1 of fragment t / 2 (layouts.hpp's p_source_*).
 template <class Cfg>
 __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, const KeysByQueries<Cfg>& dp,
                                                   KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf, std::uint32_t sL,
-                                                  std::uint32_t sD, int q0, int N_KEYS, float scale_log2,
-                                                  int window_left, int window_right, const BwdThread& th) {
-  const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
-  const bool straddles = Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0;
-  // A window's edge crosses the warpgroup's keys for some query of the step: its left edge (the
-  // last query's first key) or its right edge (the first query's last key). Causal, the right edge
-  // (right >= 0) hides no key that the causal mask shows: only the left one counts.
-  const bool window_edge = Cfg::WINDOW && (th.key0 < q0 + Cfg::BLOCK_M - 1 - window_left ||
-                                           (!Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0 + window_right));
-  // Row h's key is masked out past N_KEYS, and, causal, in column 8t + i when
-  // key - (q0 + col) > 8t + i: two numbers per row instead of an index per element. Windowed, also
-  // where key - query (that number less 8t + i) is below -left or above right.
-  bool key_out[2];
-  int key_ahead[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int key = th.key0 + th.row + 8 * h;
-    key_out[h] = key >= N_KEYS;
-    key_ahead[h] = key - (q0 + th.col);
-  }
+                                                  std::uint32_t sD, float scale_log2, const KeyRowMask<Cfg>& mask,
+                                                  const BwdThread& th) {
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 L = ld_shared_f32x2(sL + 4 * (t * 8 + th.col));
@@ -65,17 +84,47 @@ __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, c
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         x[i] = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
-        if (ragged || straddles || window_edge) {
-          if (key_out[h] || (Cfg::CAUSAL && key_ahead[h] > t * 8 + i)) x[i] = -INFINITY;
-          if constexpr (Cfg::WINDOW) {
-            const int ahead = key_ahead[h] - (t * 8 + i);  // key - query
-            if (ahead < -window_left || (!Cfg::CAUSAL && ahead > window_right)) x[i] = -INFINITY;
-          }
-        }
+        if (mask.any && mask.masked(h, t * 8 + i)) x[i] = -INFINITY;
       }
       const float p0 = exp2_approx(x[0]), p1 = exp2_approx(x[1]);
       const int kk = t / 2, r = 2 * (t % 2) + h;
       static_assert(p_source_tile(2) == 1 && p_source_element(1) == 2, "the register order assumed here");
+      pf[kk][r] = pack_x2<Cfg::FLOAT16>(p0, p1);
+      dsf[kk][r] = pack_x2<Cfg::FLOAT16>(p0 * (dp[t][2 * h] - Di.x), p1 * (dp[t][2 * h + 1] - Di.y));
+    }
+  }
+}
+
+// The same in two halves (overlap_p): P^T in place of S^T, while dP^T may still be on the tensor
+// cores, then, once it has landed, both fragments.
+template <class Cfg>
+__device__ __forceinline__ void probabilities_in_place(KeysByQueries<Cfg>& s, std::uint32_t sL, float scale_log2,
+                                                       const KeyRowMask<Cfg>& mask, const BwdThread& th) {
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    const float2 L = ld_shared_f32x2(sL + 4 * (t * 8 + th.col));
+    const float neg_l[2] = {-L.x * kLog2e, -L.y * kLog2e};
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float x = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
+        if (mask.any && mask.masked(h, t * 8 + i)) x = -INFINITY;
+        s[t][2 * h + i] = exp2_approx(x);
+      }
+  }
+}
+template <class Cfg>
+__device__ __forceinline__ void pack_key_row_gradients(const KeysByQueries<Cfg>& p, const KeysByQueries<Cfg>& dp,
+                                                       KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf, std::uint32_t sD,
+                                                       const BwdThread& th) {
+#pragma unroll
+  for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
+    const float2 Di = ld_shared_f32x2(sD + 4 * (t * 8 + th.col));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float p0 = p[t][2 * h], p1 = p[t][2 * h + 1];
+      const int kk = t / 2, r = 2 * (t % 2) + h;
       pf[kk][r] = pack_x2<Cfg::FLOAT16>(p0, p1);
       dsf[kk][r] = pack_x2<Cfg::FLOAT16>(p0 * (dp[t][2 * h] - Di.x), p1 * (dp[t][2 * h + 1] - Di.y));
     }
@@ -197,12 +246,23 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   wgmma_fence();
   issue_keys_times_rows<Cfg>(s, aK, aQ, wg);    // S^T = K_w Q_i^T
   issue_keys_times_rows<Cfg>(dp, aV, adO, wg);  // dP^T = V_w dO_i^T
-  wgmma_wait<0>();
-  fence_accumulators(s);
-  fence_accumulators(dp);
+  const std::uint32_t sL = tiles + L::L + stage * L::row_bytes, sD = tiles + L::D + stage * L::row_bytes;
   KeyRowFrags<Cfg> pf, dsf;
-  key_row_gradients<Cfg>(s, dp, pf, dsf, tiles + L::L + stage * L::row_bytes, tiles + L::D + stage * L::row_bytes, q0(),
-                         p.N_KEYS, p.scale_log2, p.window_left, p.window_right, th);
+  if constexpr (Cfg::OVERLAP_P) {
+    wgmma_wait<1>();  // S^T has landed; dP^T may still be running
+    fence_accumulators(s);
+    probabilities_in_place<Cfg>(s, sL, p.scale_log2, KeyRowMask<Cfg>(q0(), p.N_KEYS, p.window_left, p.window_right, th),
+                                th);
+    wgmma_wait<0>();
+    fence_accumulators(dp);
+    pack_key_row_gradients<Cfg>(s, dp, pf, dsf, sD, th);
+  } else {
+    wgmma_wait<0>();
+    fence_accumulators(s);
+    fence_accumulators(dp);
+    key_row_gradients<Cfg>(s, dp, pf, dsf, sL, sD, p.scale_log2,
+                           KeyRowMask<Cfg>(q0(), p.N_KEYS, p.window_left, p.window_right, th), th);
+  }
   store_key_rows<Cfg>(adS, dsf, th);
   issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
   issue_keys_by_dims<Cfg>(dk, dsf, aQ);  // dK_w += dS^T Q_i
@@ -216,14 +276,27 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   after_reads();
   const bool first_thread = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
   // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
-  // first thread's bulk groups complete in order; the barrier below passes that on).
-  if constexpr (Cfg::DQ_TMA) {
+  // first thread's bulk groups complete in order; the barrier below passes that on). With the dQ
+  // writer, its barrier says so (below).
+  if constexpr (Cfg::DQ_TMA && !Cfg::DQ_WRITER) {
     if (first_thread) bulk_wait_read<1>();
   }
   // Deterministic: the warpgroup's first thread waits for its turn to add (dq_turns.cuh) before
-  // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is live.
-  if (Cfg::DETERMINISTIC && first_thread)
+  // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is
+  // live. The dQ writer waits in its place.
+  if (Cfg::DETERMINISTIC && !Cfg::DQ_WRITER && first_thread)
     wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th, p.window_right));
+  // The dQ writer: wait until it has read out this warpgroup's staging tile of the stage (two steps
+  // ago), and say where the part goes and (deterministic) its turn, here, where no accumulator is
+  // live either.
+  const int dq_id = 2 * wg + stage;
+  if constexpr (Cfg::DQ_WRITER) {
+    named_barrier_sync(static_cast<int>(BwdBarrier::dq_empty0) + dq_id, kDqHandoverThreads);
+    if (first_thread) {
+      const int turn = Cfg::TURN_IN_PLACE ? dq_turn<Cfg>(q0(), th, p.window_right) : 0;
+      st_shared_dq_place(tiles + L::dq_places + 16 * dq_id, {static_cast<int>(bh()), q0(), turn});
+    }
+  }
   // The dS^T rows dQ's share reads are in shared memory, visible to wgmma: the warpgroup's own,
   // or the whole block's.
   fence_proxy_async();
@@ -237,7 +310,13 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   issue_query_share<Cfg>(dq, adS, aK, part);  // dq = dS K_j, the warpgroup's part
   wgmma_wait<0>();
   fence_accumulators(dq);
-  if constexpr (Cfg::DQ_TMA) {
+  if constexpr (Cfg::DQ_WRITER) {
+    // Into the staging tile (free since the barrier above); the writer takes it from there
+    // (backward_dq_writer.cuh).
+    stage_query_share<Cfg>(tiles + L::dQ + dq_id * L::dq_bytes, dq, th);
+    fence_proxy_async();
+    named_barrier_arrive(static_cast<int>(BwdBarrier::dq_full0) + dq_id, kDqHandoverThreads);
+  } else if constexpr (Cfg::DQ_TMA) {
     const std::uint32_t staged = tiles + L::dQ + (2 * wg + stage) * L::dq_bytes;
     stage_query_share<Cfg>(staged, dq, th);
     fence_proxy_async();
@@ -254,16 +333,16 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   } else {
     add_query_share<Cfg>(p, bh(), q0(), dq, part, th);
   }
-  if constexpr (Cfg::DETERMINISTIC) {  // this warp's adds are done
+  if constexpr (Cfg::DETERMINISTIC && !Cfg::DQ_WRITER) {  // this warp's adds are done
     __syncwarp();
     if (threadIdx.x % 32 == 0) pass_turn(query_tile_counter<Cfg>(p, bh(), q0()));
   }
 }
 
-// dq_tma: the warpgroup's reduce-adds are complete before the block ends.
+// dq_tma: the warpgroup's reduce-adds are complete before the block ends (the dQ writer's own).
 template <class Cfg>
 __device__ __forceinline__ void finish_query_shares() {
-  if constexpr (Cfg::DQ_TMA) {
+  if constexpr (Cfg::DQ_TMA && !Cfg::DQ_WRITER) {
     if (threadIdx.x % 128 == 0) bulk_wait();
   }
 }
