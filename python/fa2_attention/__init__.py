@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-__all__ = ["flash_attention", "library_path", "has_cuda_kernels"]
+__all__ = ["flash_attention", "varlen_attn", "AuxRequest", "library_path", "has_cuda_kernels"]
 
 _LIBRARY_NAME = "libfa2_torch_ops.so"
 _PRESETS = ("sm90", "default", "debug", "cpu-only")
@@ -216,3 +216,7 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
     allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     return _FlashAttentionFunction.apply(q, k, v, is_causal, scale, kernel, bool(deterministic), (left, right),
                                          allow_tf32)
+
+
+# Packed batches and the paged cache (varlen.py): its operators call the ones loaded above.
+from .varlen import AuxRequest, varlen_attn  # noqa: E402

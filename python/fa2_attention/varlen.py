@@ -1,0 +1,361 @@
+"""varlen_attn: packed batches of sequences of different lengths, and a paged key/value cache, with
+PyTorch's torch.nn.attention.varlen.varlen_attn interface on this repository's kernels.
+
+Every sequence runs through the dense operators (fa2::forward, fa2::backward) on its own rows of
+the packed tensors. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
+functions align them: the last query of a sequence sits at its last key, so a query of a sequence
+with N_q queries and N_k keys stands at offset N_k - N_q, and query i sees key j when
+
+    i + (N_k - N_q) - left <= j <= i + (N_k - N_q) + right     (-1: no bound on that side).
+
+The dense operators align top-left (query i at key i). The bottom-right rule becomes theirs by
+leaving out the queries that see no key (with a right bound, the first ones when the offset
+plus the bound is negative) and the keys that no query sees (with a left bound, the first ones),
+and by moving the window's bounds by what is left of the offset (_dense_call).
+"""
+
+import math
+from typing import NamedTuple, Optional
+
+import torch
+
+__all__ = ["AuxRequest", "varlen_attn"]
+
+
+class AuxRequest(NamedTuple):
+    """Which auxiliary outputs varlen_attn returns besides out (PyTorch's AuxRequest)."""
+
+    lse: bool = False
+
+
+def _dense_call(n_q, n_k, left, right):
+    """How sequence (n_q queries, n_k keys) runs on the dense, top-left operators under the
+    bottom-right window (left, right): (first query, first key, dense left, dense right), the dense
+    bounds -1 when unbounded, or None when no query sees any key."""
+    if n_q == 0 or n_k == 0:
+        return None
+    offset = n_k - n_q
+    # Queries before q_skip see no key: j <= i + offset + right needs i >= -(offset + right).
+    q_skip = max(0, -(offset + right)) if right >= 0 else 0
+    # Keys before k_skip are seen by no query: j >= i + offset - left for i >= q_skip.
+    k_skip = max(0, offset - left + q_skip) if left >= 0 else 0
+    if q_skip >= n_q or k_skip >= n_k:
+        return None
+    # Relative to the rows that remain, query i' = i - q_skip sees key j' = j - k_skip when
+    # i' + (offset + q_skip - k_skip) - left <= j' <= i' + (offset + q_skip - k_skip) + right.
+    shift = offset + q_skip - k_skip
+    dense_left = left - shift if left >= 0 else -1
+    dense_right = right + shift if right >= 0 else -1
+    assert dense_left >= -1 and dense_right >= -1, (n_q, n_k, left, right)
+    return q_skip, k_skip, dense_left, dense_right
+
+
+def _as_dense(t):
+    """A (n, H, D) slice as the dense operators' (1, H, n, D)."""
+    return t.transpose(0, 1).unsqueeze(0)
+
+
+def _check_cu(name, cu, device, batch, total):
+    """cu_seq_q or cu_seq_k: int32, 1-D, on the inputs' device, from 0, never decreasing, ending
+    within the packed tensor (total rows). Returns its values as a list."""
+    if not isinstance(cu, torch.Tensor):
+        raise RuntimeError(f"varlen_attn: {name} must be a tensor, got {type(cu).__name__}")
+    if cu.dtype != torch.int32:
+        raise RuntimeError(f"varlen_attn: {name} must be int32, got {cu.dtype}")
+    if cu.dim() != 1:
+        raise RuntimeError(f"varlen_attn: {name} must be 1-D (batch + 1,), got shape {tuple(cu.shape)}")
+    if cu.device != device:
+        raise RuntimeError(f"varlen_attn: {name} must be on the inputs' device {device}, got {cu.device}")
+    if batch is not None and cu.numel() != batch + 1:
+        raise RuntimeError(f"varlen_attn: {name} has {cu.numel()} entries, expected {batch + 1} (batch + 1)")
+    if cu.numel() < 1:
+        raise RuntimeError(f"varlen_attn: {name} must hold at least one entry (0)")
+    values = cu.tolist()
+    if values[0] != 0:
+        raise RuntimeError(f"varlen_attn: {name} must start at 0, got {values[0]}")
+    for b in range(len(values) - 1):
+        if values[b + 1] < values[b]:
+            raise RuntimeError(f"varlen_attn: {name} decreases at entry {b + 1} ({values[b]} then {values[b + 1]})")
+    if values[-1] > total:
+        raise RuntimeError(f"varlen_attn: {name} ends at {values[-1]}, past the {total} rows of its tensor")
+    return values
+
+
+def _window_pair(window_size):
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise RuntimeError(f"varlen_attn: window_size must be a pair (left, right), got {window_size!r}") from None
+    for i, bound in enumerate((left, right)):
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < -1:
+            raise RuntimeError(f"varlen_attn: window_size[{i}] must be an int >= -1 (-1: no bound), got {bound!r}")
+    return left, right
+
+
+def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table):
+    """Checks the packing arguments and lays out each sequence's rows. Returns a list of
+    (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or a LongTensor of key
+    rows (paged cache), dense from _dense_call."""
+    device = query.device
+    total_q = query.shape[0]
+    q_starts = _check_cu("cu_seq_q", cu_seq_q, device, None, total_q)
+    batch = len(q_starts) - 1
+    if not isinstance(max_q, int) or not isinstance(max_k, int):
+        raise RuntimeError(f"varlen_attn: max_q and max_k must be ints, got {max_q!r} and {max_k!r}")
+    for b in range(batch):
+        if q_starts[b + 1] - q_starts[b] > max_q:
+            raise RuntimeError(f"varlen_attn: max_q ({max_q}) is smaller than sequence {b}'s "
+                               f"{q_starts[b + 1] - q_starts[b]} queries")
+    if seqused_k is not None:
+        if not isinstance(seqused_k, torch.Tensor) or seqused_k.dtype != torch.int32 or seqused_k.dim() != 1:
+            raise RuntimeError("varlen_attn: seqused_k must be a 1-D int32 tensor (one length per sequence)")
+        if seqused_k.device != device:
+            raise RuntimeError(f"varlen_attn: seqused_k must be on the inputs' device {device}, got {seqused_k.device}")
+        if seqused_k.numel() != batch:
+            raise RuntimeError(f"varlen_attn: seqused_k has {seqused_k.numel()} entries, expected {batch} (batch)")
+        used = seqused_k.tolist()
+        if any(u < 0 for u in used):
+            raise RuntimeError(f"varlen_attn: seqused_k must not be negative, got {used}")
+    else:
+        used = None
+
+    sequences = []
+    if block_table is not None:
+        if not isinstance(block_table, torch.Tensor) or block_table.dtype != torch.int32 or block_table.dim() != 2:
+            raise RuntimeError("varlen_attn: block_table must be a 2-D int32 tensor (batch, pages per sequence)")
+        if block_table.device != device:
+            raise RuntimeError(f"varlen_attn: block_table must be on the inputs' device {device}, "
+                               f"got {block_table.device}")
+        if block_table.shape[0] != batch:
+            raise RuntimeError(f"varlen_attn: block_table has {block_table.shape[0]} rows, expected {batch} (batch)")
+        if used is None:
+            raise RuntimeError("varlen_attn: block_table needs seqused_k (the cache length of each sequence)")
+        pages, page_size = key.shape[0], key.shape[1]
+        table = block_table.tolist()
+        for b in range(batch):
+            n_k = used[b]
+            need = (n_k + page_size - 1) // page_size
+            if need > block_table.shape[1]:
+                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {n_k} needs {need} pages of {page_size}, "
+                                   f"more than block_table's {block_table.shape[1]} per sequence")
+            for p in table[b][:need]:
+                if not 0 <= p < pages:
+                    raise RuntimeError(f"varlen_attn: block_table[{b}] holds page {p}, outside the cache's "
+                                       f"{pages} pages")
+            if n_k > max_k:
+                raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {n_k} keys")
+            rows = torch.tensor([table[b][t // page_size] * page_size + t % page_size for t in range(n_k)],
+                                dtype=torch.long, device=device)
+            n_q = q_starts[b + 1] - q_starts[b]
+            sequences.append((q_starts[b], n_q, rows, n_k, _dense_call(n_q, n_k, *window)))
+        return sequences
+
+    if cu_seq_k is None:
+        raise RuntimeError("varlen_attn: cu_seq_k may be None only with a block_table")
+    k_starts = _check_cu("cu_seq_k", cu_seq_k, device, batch, key.shape[0])
+    for b in range(batch):
+        n_k = k_starts[b + 1] - k_starts[b]
+        if used is not None:
+            if used[b] > n_k:
+                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} is longer than sequence {b}'s "
+                                   f"{n_k} keys in cu_seq_k")
+            n_k = used[b]
+        if k_starts[b + 1] - k_starts[b] > max_k:
+            raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s "
+                               f"{k_starts[b + 1] - k_starts[b]} keys")
+        n_q = q_starts[b + 1] - q_starts[b]
+        sequences.append((q_starts[b], n_q, k_starts[b], n_k, _dense_call(n_q, n_k, *window)))
+    return sequences
+
+
+def _keys(t, key_index, n_k):
+    """A sequence's key (or value) rows: a slice of the packed tensor, or gathered from pages."""
+    if isinstance(key_index, int):
+        return t[key_index:key_index + n_k]
+    return t.reshape(-1, *t.shape[2:]).index_select(0, key_index)
+
+
+# The outputs start as NaN and every row is written: a row left out by mistake shows.
+def _poisoned(shape, like, dtype=None):
+    return torch.full(shape, math.nan, dtype=like.dtype if dtype is None else dtype, device=like.device)
+
+
+def _forward(query, key, value, sequences, scale, kernel, allow_tf32):
+    out = _poisoned(query.shape, query)
+    lse = _poisoned((query.shape[1], query.shape[0]), query, torch.float32)
+    out[sequences[-1][0] + sequences[-1][1] if sequences else 0:] = 0  # rows past the last sequence
+    lse[:, sequences[-1][0] + sequences[-1][1] if sequences else 0:] = math.inf
+    for q0, n_q, key_index, n_k, dense in sequences:
+        # A query that sees no key: out 0, lse +inf (the dense operators' convention).
+        out[q0:q0 + n_q] = 0
+        lse[:, q0:q0 + n_q] = math.inf
+        if dense is None:
+            continue
+        q_skip, k_skip, left, right = dense
+        q = _as_dense(query[q0 + q_skip:q0 + n_q])
+        k = _as_dense(_keys(key, key_index, n_k)[k_skip:])
+        v = _as_dense(_keys(value, key_index, n_k)[k_skip:])
+        o, l = torch.ops.fa2.forward(q, k, v, False, scale, kernel, left, right, allow_tf32)
+        out[q0 + q_skip:q0 + n_q] = o[0].transpose(0, 1)
+        lse[:, q0 + q_skip:q0 + n_q] = l[0]
+    return out, lse
+
+
+def _backward(dout, query, key, value, out, lse, sequences, scale, kernel, deterministic, allow_tf32):
+    dq, dk, dv = _poisoned(query.shape, query), _poisoned(key.shape, key), _poisoned(value.shape, value)
+    # Rows no sequence holds, keys past seqused_k, queries that see no key and keys no query sees:
+    # gradient 0. Sequences' key ranges never overlap (cu_seq_k does not decrease).
+    covered_q = torch.zeros(query.shape[0], dtype=torch.bool, device=query.device)
+    covered_k = torch.zeros(key.shape[0], dtype=torch.bool, device=key.device)
+    for q0, n_q, k0, n_k, dense in sequences:
+        if dense is not None:
+            covered_q[q0 + dense[0]:q0 + n_q] = True
+            covered_k[k0 + dense[1]:k0 + n_k] = True
+    dq[~covered_q] = 0
+    dk[~covered_k] = 0
+    dv[~covered_k] = 0
+    for q0, n_q, k0, n_k, dense in sequences:
+        if dense is None:
+            continue
+        q_skip, k_skip, left, right = dense
+        rows, keys = slice(q0 + q_skip, q0 + n_q), slice(k0 + k_skip, k0 + n_k)
+        g = torch.ops.fa2.backward(_as_dense(dout[rows]), _as_dense(query[rows]), _as_dense(key[keys]),
+                                   _as_dense(value[keys]), _as_dense(out[rows]), lse[:, rows].unsqueeze(0), False,
+                                   scale, kernel, deterministic, left, right, allow_tf32)
+        dq[rows] = g[0][0].transpose(0, 1)
+        dk[keys] = g[1][0].transpose(0, 1)
+        dv[keys] = g[2][0].transpose(0, 1)
+    return dq, dk, dv
+
+
+# ---- the operators: torch.library custom ops, so that torch.compile sees one opaque call ----------
+
+
+@torch.library.custom_op("fa2::varlen_forward", mutates_args=())
+def _varlen_forward_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seq_q: torch.Tensor,
+                       cu_seq_k: Optional[torch.Tensor], max_q: int, max_k: int, scale: Optional[float],
+                       window_left: int, window_right: int, seqused_k: Optional[torch.Tensor],
+                       block_table: Optional[torch.Tensor], kernel: str, deterministic: bool,
+                       allow_tf32: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, (window_left, window_right), seqused_k,
+                      block_table)
+    return _forward(query, key, value, sequences, scale, kernel, allow_tf32)
+
+
+@_varlen_forward_op.register_fake
+def _varlen_forward_fake(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale, window_left, window_right,
+                         seqused_k, block_table, kernel, deterministic, allow_tf32):
+    return query.new_empty(query.shape), query.new_empty((query.shape[1], query.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op("fa2::varlen_backward", mutates_args=())
+def _varlen_backward_op(dout: torch.Tensor, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                        out: torch.Tensor, lse: torch.Tensor, cu_seq_q: torch.Tensor, cu_seq_k: torch.Tensor,
+                        max_q: int, max_k: int, scale: Optional[float], window_left: int, window_right: int,
+                        seqused_k: Optional[torch.Tensor], kernel: str, deterministic: bool,
+                        allow_tf32: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, (window_left, window_right), seqused_k, None)
+    return _backward(dout, query, key, value, out, lse, sequences, scale, kernel, deterministic, allow_tf32)
+
+
+@_varlen_backward_op.register_fake
+def _varlen_backward_fake(dout, query, key, value, out, lse, cu_seq_q, cu_seq_k, max_q, max_k, scale, window_left,
+                          window_right, seqused_k, kernel, deterministic, allow_tf32):
+    return query.new_empty(query.shape), key.new_empty(key.shape), value.new_empty(value.shape)
+
+
+def _setup_context(ctx, inputs, output):
+    (query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale, window_left, window_right, seqused_k, block_table,
+     kernel, deterministic, allow_tf32) = inputs
+    out, lse = output
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(query, key, value, out, lse, cu_seq_q, cu_seq_k, seqused_k)
+    ctx.args = (max_q, max_k, scale, window_left, window_right, kernel, deterministic, allow_tf32)
+    ctx.paged = block_table is not None
+
+
+def _autograd_backward(ctx, dout, dlse):
+    if ctx.paged:  # varlen_attn refuses this before the forward; kept for direct calls of the op
+        raise RuntimeError("varlen_attn: block_table: a paged key/value cache is forward only (no gradients)")
+    query, key, value, out, lse, cu_seq_q, cu_seq_k, seqused_k = ctx.saved_tensors
+    max_q, max_k, scale, window_left, window_right, kernel, deterministic, allow_tf32 = ctx.args
+    dq, dk, dv = torch.ops.fa2.varlen_backward(dout.contiguous(), query, key, value, out, lse, cu_seq_q, cu_seq_k,
+                                               max_q, max_k, scale, window_left, window_right, seqused_k, kernel,
+                                               deterministic, allow_tf32)
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None, None, None, None
+
+
+_varlen_forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
+
+
+def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None, scale=None,
+                window_size=(-1, -1), enable_gqa=False, seqused_k=None, block_table=None, num_splits=None,
+                deterministic=False, kernel="step05"):
+    r"""Attention over a packed batch of sequences of different lengths: PyTorch's
+    torch.nn.attention.varlen.varlen_attn (2.12's signature) on this repository's kernels, plus
+    `deterministic` and `kernel`.
+
+    query is (T_q, H, D), the sequences' queries one after another; key and value are (T_k, H_kv, D)
+    likewise, or with block_table a paged cache (pages, page_size, H_kv, D). cu_seq_q and cu_seq_k
+    (int32, B + 1 entries, on the inputs' device) say where each sequence starts: sequence b has
+    queries cu_seq_q[b] .. cu_seq_q[b + 1] - 1 and keys cu_seq_k[b] .. cu_seq_k[b + 1] - 1 (of which
+    the first seqused_k[b] only, when given). max_q and max_k bound the lengths. A sequence may be
+    empty: it contributes nothing. Returns out (T_q, H, D), and with return_aux=AuxRequest(lse=True)
+    also lse, (H, T_q) float32 (+inf for a query that sees no key, whose out is 0).
+
+    window_size=(left, right): (-1, -1) is full attention, (-1, 0) causal, (W, 0) causal under a
+    window of W keys back. The masks are aligned bottom-right, as FlashAttention's varlen and
+    kv-cache functions and PyTorch's varlen_attn align them: in a sequence of N_q queries and N_k
+    keys, query i sees key j when i + N_k - N_q - left <= j <= i + N_k - N_q + right, so that a
+    decoding query (N_q = 1) sees its whole cache under the causal mask. The dense
+    flash_attention's is_causal aligns top-left instead (query i sees keys 0 .. i): with N_q < N_k
+    the two differ.
+
+    enable_gqa: H_kv may divide H (query head h reads kv head h // (H / H_kv)); without it the
+    heads must be equal (ValueError, as PyTorch). seqused_k (int32, B entries): only the first
+    seqused_k[b] keys of sequence b take part (a cache longer than what it holds). block_table
+    (int32, (B, pages per sequence)): sequence b's key t is row t % page_size of page
+    block_table[b][t // page_size]; it needs seqused_k and is forward only. num_splits (None or at
+    least 1): how many parts a long cache is split over on the GPU; the CPU path runs each sequence
+    whole and accepts it. deterministic and kernel ("step05" or "fast") as flash_attention; scale
+    None is 1 / sqrt(D).
+
+    Every sequence runs through the dense operators on its own rows (on the CPU, and on CUDA for
+    both kernels), so the work follows the tokens; gradients flow to query, key and value.
+
+    Errors (RuntimeError naming the argument): cu_seq_q or cu_seq_k not int32, not 1-D, not on the
+    inputs' device, not starting at 0, decreasing, or ending past their tensor; max_q or max_k
+    smaller than a sequence; seqused_k longer than its sequence; a block_table entry outside the
+    cache, or too few pages for seqused_k; block_table with inputs that require grad; num_splits
+    below 1; a window_size that is not a pair of ints >= -1.
+    """
+    if query.dim() != 3:
+        raise RuntimeError(f"varlen_attn: query must be (T_q, H, D), got shape {tuple(query.shape)}")
+    paged = block_table is not None
+    if key.dim() != (4 if paged else 3) or value.shape != key.shape:
+        want = "(pages, page_size, H_kv, D) with block_table" if paged else "(T_k, H_kv, D)"
+        raise RuntimeError(f"varlen_attn: key and value must both be {want}, got shapes {tuple(key.shape)} and "
+                           f"{tuple(value.shape)}")
+    heads_q, heads_kv = query.shape[1], key.shape[-2]
+    if not enable_gqa and heads_q != heads_kv:
+        raise ValueError(f"varlen_attn: query has {heads_q} heads and key/value {heads_kv}; set enable_gqa=True for "
+                         f"grouped-query attention")
+    if enable_gqa and heads_q % heads_kv != 0:
+        raise ValueError(f"varlen_attn: enable_gqa needs the query heads ({heads_q}) to be a multiple of the "
+                         f"key/value heads ({heads_kv})")
+    if num_splits is not None and (isinstance(num_splits, bool) or not isinstance(num_splits, int)
+                                   or num_splits < 1):
+        raise RuntimeError(f"varlen_attn: num_splits must be None or an int >= 1, got {num_splits!r}")
+    if paged and torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)):
+        raise RuntimeError("varlen_attn: block_table: a paged key/value cache is forward only; call it under "
+                           "torch.no_grad() or with inputs that do not require grad")
+    left, right = _window_pair(window_size)
+    if scale is not None:
+        scale = float(scale)
+    allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
+    out, lse = torch.ops.fa2.varlen_forward(query, key, value, cu_seq_q, cu_seq_k, int(max_q), int(max_k), scale,
+                                            left, right, seqused_k, block_table, kernel, bool(deterministic),
+                                            allow_tf32)
+    if return_aux is not None and return_aux.lse:
+        return out, lse
+    return out
