@@ -33,8 +33,8 @@
 #                                          package (FA2_REQUIRE_GPU=1), then python/benchmarks
 #                                          (PACKAGE_BENCH, default "dtypes gqa window"; each
 #                                          script's table in OUT/<name>.md, its times in .csv;
-#                                          "peers": the sweep beside SDPA and FlashAttention-4
-#                                          where flash_attn.cute imports, PEERS_ARGS its options)
+#                                          ARGS_<name> its options; "peers": the sweep beside SDPA
+#                                          and FlashAttention-4, "varlen": packed batches and decoding)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -305,8 +305,8 @@ phase_package() {
   tail -n 3 "$out/pytest_installed.log"
   for name in ${PACKAGE_BENCH:-dtypes gqa window}; do
     log "python/benchmarks/$name.py"
-    local extra=()
-    if [ "$name" = peers ]; then read -r -a extra <<< "${PEERS_ARGS:-}"; fi
+    local extra=() args_var="ARGS_$name"
+    read -r -a extra <<< "${!args_var:-}"
     (cd python/benchmarks && python3 "$name.py" "${extra[@]}" --csv "$out/$name.csv" > "$out/$name.md" 2>&1) || status=1
     cat "$out/$name.md"
   done
