@@ -35,6 +35,13 @@
 #                                          script's table in OUT/<name>.md, its times in .csv;
 #                                          ARGS_<name> its options; "peers": the sweep beside SDPA
 #                                          and FlashAttention-4, "varlen": packed batches and decoding)
+#   scripts/gpu_session.sh backward [OUT]  the sm90 backward's rows in one call (the lab built): the
+#                                          GPU tests of every fast backward, memcheck and synccheck
+#                                          on small ragged shapes, test_varlen.py and test_window.py,
+#                                          then step07_bench in rotating rounds on v6b.3 to v6b.7,
+#                                          their deterministic twins, v6b, v5 and SDPA's FA2 and
+#                                          cuDNN (BWD_ARGS replaces the bench's arguments); every
+#                                          step under a timeout, so that a hang costs minutes only
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -42,13 +49,13 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,48p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | sanitize | bench | bench-repeat | profile | package | all) ;;
+  test | sanitize | bench | bench-repeat | profile | package | backward | all) ;;
   *)
-    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile, package or all," \
+    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile, package, backward or all," \
       "got '${phase}'" >&2
     usage >&2
     exit 2
@@ -312,8 +319,36 @@ phase_package() {
   done
 }
 
+phase_backward() {
+  local targets=(step07_bench step07_variant_gpu_tests)
+  if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
+  FA2_ABLATIONS=1 configure_and_build "${targets[@]}"
+  local bin=step07_benchmark/step07_variant_gpu_tests rc=0
+  log "GPU tests of every fast backward (timeout 900 s)"
+  FA2_REQUIRE_GPU=1 timeout 900 "$build/$bin" "-tc=*backward*" > "$out/backward_tests.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "  exit $rc | $(grep -E "test cases:" "$out/backward_tests.log" | tail -n 1)" \
+    "| $(grep -E "assertions:" "$out/backward_tests.log" | tail -n 1)"
+  grep -E "ERROR|FAILED|timed out" "$out/backward_tests.log" | head -n 20
+  sanitize backward_memcheck memcheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+  sanitize backward_synccheck synccheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+  if [ -f "$build/python/libfa2_torch_ops.so" ]; then
+    log "pytest: test_varlen.py, test_window.py"
+    FA2_TORCH_OPS="$build/python/libfa2_torch_ops.so" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest \
+      python/tests/test_varlen.py python/tests/test_window.py -q -rs -p no:cacheprovider > "$out/pytest_backward.log" 2>&1 ||
+      status=1
+    tail -n 3 "$out/pytest_backward.log"
+  fi
+  local args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.4-det,v6b.6-det,v6b.7-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
+  log "step07_bench $args"
+  # shellcheck disable=SC2086
+  timeout 900 "$build/step07_benchmark/step07_bench" --out "$out" $args > "$out/step07_log.txt" 2>&1 || status=1
+  sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt" | head -n 80
+}
+
 case "$phase" in
   test) phase_test ;;
+  backward) phase_backward ;;
   package) phase_package ;;
   bench-repeat) phase_bench_repeat ;;
   profile) phase_profile ;;
