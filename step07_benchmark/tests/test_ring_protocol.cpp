@@ -329,6 +329,81 @@ TEST_SUITE("variants") {
     }
   }
 
+  TEST_CASE("the backward's query tiles of a key tile: exactly the tiles whose queries see its keys") {
+    // QueryWalk's range (v5's and v6b's backward, device/backward_params.cuh) against the keys
+    // each query sees (window.hpp's sees), causal or not, with and without a window (the launch's
+    // clamped bounds), for the kernels' tile shapes: a key tile must meet every query tile that sees
+    // one of its keys, and no other.
+    const auto check = [](bool causal, bool windowed, fa2::Window window, int n_queries, int n_keys, int block_m,
+                          int block_n) {
+      const int left = window.left < 0 ? n_queries : static_cast<int>(std::min<fa2::index_t>(window.left, n_queries));
+      const int right = window.right < 0 ? n_keys : static_cast<int>(std::min<fa2::index_t>(window.right, n_keys));
+      const auto range = [&](int k0) {
+        using fa2::flash::key_tile_query_tiles;
+        if (windowed) {
+          return causal ? key_tile_query_tiles<true, true>(k0, n_keys, n_queries, block_m, block_n, left, right)
+                        : key_tile_query_tiles<false, true>(k0, n_keys, n_queries, block_m, block_n, left, right);
+        }
+        return causal ? key_tile_query_tiles<true, false>(k0, n_keys, n_queries, block_m, block_n, left, right)
+                      : key_tile_query_tiles<false, false>(k0, n_keys, n_queries, block_m, block_n, left, right);
+      };
+      for (int k0 = 0; k0 < n_keys; k0 += block_n) {
+        const fa2::flash::QueryTileRange walked = range(k0);
+        int lowest = n_queries, highest = -1;  // the query tiles that see one of the tile's keys
+        for (int q = 0; q < n_queries; ++q) {
+          for (int k = k0; k < k0 + block_n && k < n_keys; ++k) {
+            if (fa2::sees(causal, window, q, k)) {
+              lowest = std::min(lowest, q / block_m);
+              highest = std::max(highest, q / block_m);
+            }
+          }
+        }
+        INFO("key tile from ", k0, ": walks ", walked.first, " .. ", walked.end - 1);
+        if (highest < 0) {
+          CHECK(walked.count() <= 1);  // no query sees its keys: at most one tile, wholly masked
+        } else {
+          CHECK(walked.first == lowest);  // not one tile more than the queries see
+          CHECK(walked.end == highest + 1);
+        }
+      }
+      // Deterministic dQ's turns (dq_turns.cuh): the key tiles that walk query tile m are
+      // consecutive and end at last_key_tile(m), so that a key tile's turn (last - n) counts
+      // exactly the key tiles after it that add to m: one more and it would wait forever.
+      const int key_tiles = (n_keys + block_n - 1) / block_n;
+      for (int m = 0; m * block_m < n_queries; ++m) {
+        int first = -1, last = -1;
+        for (int n = 0; n < key_tiles; ++n) {
+          const fa2::flash::QueryTileRange walked = range(n * block_n);
+          if (m < walked.first || m >= walked.end) continue;
+          if (first < 0) first = n;
+          const bool consecutive = last < 0 || last == n - 1;
+          CHECK_MESSAGE(consecutive, "query tile ", m, ": key tiles ", last, " and ", n, " not consecutive");
+          last = n;
+        }
+        INFO("query tile ", m, ": key tiles ", first, " .. ", last);
+        if (last >= 0) {
+          CHECK(last == fa2::flash::last_key_tile(m, key_tiles, block_m, block_n, causal, windowed ? right : -1));
+        }
+      }
+    };
+    for (const fa2::Window window :
+         {fa2::Window{}, fa2::Window{16, -1}, fa2::Window{-1, 7}, fa2::Window{3, 20}, fa2::Window{0, 0},
+          fa2::Window{1, 0}, fa2::Window{40, 40}, fa2::Window{5000, -1}, fa2::Window{200, 100}}) {
+      for (const int n_queries : {1, 70, 130, 300}) {
+        for (const int n_keys : {1, 70, 129, 300}) {
+          for (const int block_m : {32, 64, 128}) {
+            for (const bool causal : {false, true}) {
+              INFO("window (", window.left, ", ", window.right, "), N_q ", n_queries, ", N_k ", n_keys, ", ", block_m,
+                   "-query tiles, causal ", causal);
+              check(causal, window.bounded(), window, n_queries, n_keys, block_m, 128);
+              check(causal, window.bounded(), window, n_queries, n_keys, block_m, 64);
+            }
+          }
+        }
+      }
+    }
+  }
+
   TEST_CASE("v6's schedule without a mask: every item once, and consecutive heads on different K and V") {
     // Grouped-query attention: the heads of an order visit every kv head (head / kv_group) before
     // coming back to one, so the blocks of a round do not all read one head's K and V.

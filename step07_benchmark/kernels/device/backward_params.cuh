@@ -83,28 +83,16 @@ struct QueryWalk {
     asm volatile("" : "+r"(x));
     return x;
   }
-  // With a sliding window (WINDOW: the kernels built for one) the walk also leaves out the query
-  // tiles before the first query whose window reaches the tile's first key (k0 - right) and
-  // after the last whose window reaches its last key (k_last + left).
-  __device__ __forceinline__ static int m_begin(const FastBwdParams& p) {
+  // Its query tiles of a head (tile_scheduler.hpp's key_tile_query_tiles, which the host tests
+  // check against the keys each query sees): with a sliding window (WINDOW: the kernels built for
+  // one) also without the query tiles whose windows miss the key tile.
+  __device__ __forceinline__ static QueryTileRange range(const FastBwdParams& p) {
     const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
-    int first = CAUSAL ? k0 / BLOCK_M : 0;
-    if (WINDOW && k0 > p.window_right && (k0 - p.window_right) / BLOCK_M > first) {
-      first = (k0 - p.window_right) / BLOCK_M;
-    }
-    return first;
+    return key_tile_query_tiles<CAUSAL, WINDOW>(k0, p.N_KEYS, fresh(p.N_QUERIES), BLOCK_M, BLOCK_N, p.window_left,
+                                                p.window_right);
   }
-  __device__ __forceinline__ static int tiles(const FastBwdParams& p) {
-    int m_end = (fresh(p.N_QUERIES) + BLOCK_M - 1) / BLOCK_M;
-    if (WINDOW) {
-      const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
-      const int k_last = (k0 + BLOCK_N < p.N_KEYS ? k0 + BLOCK_N : p.N_KEYS) - 1;
-      const int window_end = (k_last + p.window_left) / BLOCK_M + 1;
-      m_end = window_end < m_end ? window_end : m_end;
-    }
-    const int first = m_begin(p);
-    return m_end > first ? m_end - first : 0;
-  }
+  __device__ __forceinline__ static int m_begin(const FastBwdParams& p) { return range(p).first; }
+  __device__ __forceinline__ static int tiles(const FastBwdParams& p) { return range(p).count(); }
   // One past its last query tile of a head.
   __device__ __forceinline__ static int m_end(const FastBwdParams& p) { return m_begin(p) + tiles(p); }
   __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.heads_per_block * tiles(p); }

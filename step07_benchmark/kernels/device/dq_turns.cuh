@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"  // last_key_tile
+
 namespace fa2::flash {
 
 // A configuration's options (FastBwdOptions, HopperBwdOptions) with deterministic dQ: the kernels
@@ -28,21 +30,6 @@ template <class Options>
 constexpr Options deterministic_twin(Options o) {
   o.deterministic = true;
   return o;
-}
-
-// The last key tile (of block_n keys) that meets query tile m (of block_m queries): with the
-// causal mask (top-left), key tile n's first query tile is n block_n / block_m; with a sliding
-// window bounded on the right (window_right >= 0), it is (n block_n - window_right) / block_m.
-// The key tiles that meet a query tile are consecutive, so the turns of those after this one are
-// last_key_tile - n.
-__device__ __forceinline__ int last_key_tile(int m, int key_tiles, int block_m, int block_n, bool causal,
-                                             int window_right = -1) {
-  int last = key_tiles - 1;
-  if (causal && ((m + 1) * block_m - 1) / block_n < last) last = ((m + 1) * block_m - 1) / block_n;
-  if (window_right >= 0 && ((m + 1) * block_m - 1 + window_right) / block_n < last) {
-    last = ((m + 1) * block_m - 1 + window_right) / block_n;
-  }
-  return last;
 }
 
 // Spins (one thread) until *counter >= count, with acquire semantics at GPU scope: once it

@@ -105,6 +105,48 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int warpgroup_key_tiles(KeyTileRange 
   }
 }
 
+// The backward's side: the query tiles (of block_m queries) that the key tile of block_n keys from
+// k0 meets, first .. end - 1. All of them without a mask. Causal (top-left), from the tile that
+// holds query k0, the first to see key k0. With a sliding window (the launch clamps an unbounded
+// side to the lengths), also from the tile that holds the first query whose window reaches key k0
+// (query k0 - right) and up to the one that holds the last whose window reaches the tile's last
+// real key (query k_last + left). Empty when no query sees the tile (keys past every query's reach).
+// The backward kernels' walks (QueryWalk, device/backward_params.cuh) take it.
+struct QueryTileRange {
+  int first, end;
+  FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int count() const { return end > first ? end - first : 0; }
+};
+template <bool CAUSAL, bool WINDOW>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr QueryTileRange key_tile_query_tiles(int k0, int n_keys, int n_queries,
+                                                                               int block_m, int block_n, int left,
+                                                                               int right) {
+  int first = CAUSAL ? k0 / block_m : 0;
+  if (WINDOW && k0 > right && (k0 - right) / block_m > first) first = (k0 - right) / block_m;
+  int end = (n_queries + block_m - 1) / block_m;
+  if (WINDOW) {
+    const int k_last = (k0 + block_n < n_keys ? k0 + block_n : n_keys) - 1;
+    const int window_end = (k_last + left) / block_m + 1;
+    end = window_end < end ? window_end : end;
+  }
+  return {first, end};
+}
+
+// The last key tile (of block_n keys) that meets query tile m (of block_m queries) in those walks,
+// for the turns of deterministic dQ (dq_turns.cuh): with the causal mask, key tile n's first query
+// tile is n block_n / block_m; with a sliding window bounded on the right (window_right >= 0), it
+// is (n block_n - window_right) / block_m. The key tiles that meet a query tile are consecutive,
+// so the turns of those after this one are last_key_tile - n. (The host tests check both against
+// key_tile_query_tiles.)
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int last_key_tile(int m, int key_tiles, int block_m, int block_n,
+                                                             bool causal, int window_right = -1) {
+  int last = key_tiles - 1;
+  if (causal && ((m + 1) * block_m - 1) / block_n < last) last = ((m + 1) * block_m - 1) / block_n;
+  if (window_right >= 0 && ((m + 1) * block_m - 1 + window_right) / block_n < last) {
+    last = ((m + 1) * block_m - 1 + window_right) / block_n;
+  }
+  return last;
+}
+
 // The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the
 // last first: query tile i needs about i + 1 key tiles, so the heaviest start first and the
 // lightest fill the end (longest processing time first).
