@@ -144,8 +144,8 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
                                        f"{pages} pages")
             if n_k > max_k:
                 raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {n_k} keys")
-            rows = torch.tensor([table[b][t // page_size] * page_size + t % page_size for t in range(n_k)],
-                                dtype=torch.long, device=device)
+            t = torch.arange(n_k, dtype=torch.long, device=device)
+            rows = block_table[b].long()[t // page_size] * page_size + t % page_size
             n_q = q_starts[b + 1] - q_starts[b]
             sequences.append((q_starts[b], n_q, rows, n_k, _dense_call(n_q, n_k, *window)))
         return sequences
