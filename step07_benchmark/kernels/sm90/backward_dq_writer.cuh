@@ -5,10 +5,10 @@
 //
 // Each step, each computing warpgroup waits for its staging tile of the step's stage to be free
 // (dq_empty), stages its part of dQ_i's share there with where it goes and, deterministic, the
-// count of its turn (a DqPlace), and arrives on dq_full; the writer waits for dq_full, issues the part's TMA
-// reduce-adds (deterministic: after its turn, and it waits for them to land before it passes the turn on), waits until
-// they have read the tile, and arrives on dq_empty. Two stages per warpgroup: a warpgroup runs up to a step ahead of
-// the writer before it waits.
+// count of its turn (a DqPlace), and arrives on dq_full. The writer waits for dq_full, issues the
+// part's TMA reduce-adds (deterministic: after its turn, and it waits for them to land before it
+// passes the turn on), waits until they have read the tile, and arrives on dq_empty. Two stages
+// per warpgroup: a warpgroup runs up to a step ahead of the writer before it waits.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
