@@ -19,13 +19,12 @@ PYTHONPATH=python.
 """
 
 import argparse
-import csv
 import statistics
 
 import torch
 
 import fa2_attention
-from timing import flops, interleaved_ms, paired_ratio, sdpa_backward, sm_clock_mhz
+from timing import flops, interleaved_ms, paired_ratio, sdpa_backward, sm_clock_mhz, write_csv
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
@@ -96,10 +95,7 @@ def main():
                                      tflops=flops(B, H, N, D, causal, what.endswith("bwd")) / ms * 1e-9,
                                      x=paired_ratio(by_dtype["bf16"], by_dtype["fp16"]), sm_clock_mhz=clock))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.csv, rows)
 
     def row(r, N, D, causal, dtype, impl):
         return next(x for x in rows if (x["round"], x["N"], x["D"], x["causal"], x["dtype"], x["impl"]) ==

@@ -21,13 +21,12 @@ PYTHONPATH=python.
 """
 
 import argparse
-import csv
 import statistics
 
 import torch
 
 import fa2_attention
-from timing import flops, interleaved_ms, paired_ratio, sdpa_backward, sm_clock_mhz
+from timing import flops, interleaved_ms, paired_ratio, sdpa_backward, sm_clock_mhz, write_csv
 
 
 def inputs(B, H, H_kv, N, D, causal, generator):
@@ -103,10 +102,7 @@ def main():
                                      x=paired_ratio(by_kv[H], passes),
                                      sm_clock_mhz=clock))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.csv, rows)
 
     def row(r, N, D, causal, H_kv, impl):
         return next(x for x in rows if (x["round"], x["N"], x["D"], x["causal"], x["H_kv"], x["impl"]) ==

@@ -25,13 +25,12 @@ Without flash-attn-4 its columns are left out and the first lines say why. Run i
 """
 
 import argparse
-import csv
 import statistics
 
 import torch
 
 import fa2_attention
-from timing import interleaved_ms, paired_ratio, sm_clock_mhz
+from timing import first_output, flops, interleaved_ms, sm_clock_mhz, write_csv
 
 PASSES = ("fwd", "bwd", "fwd+bwd")
 
@@ -46,9 +45,9 @@ def load_fa4():
 
 
 def pass_flops(B, H, N, D, causal, pass_):
-    """Step 7's count: 4 B H N^2 D for the forward, 2.5 times that for the backward, halved for causal."""
-    forward = 4.0 * B * H * N * N * D * (0.5 if causal else 1.0)
-    return forward * {"fwd": 1.0, "bwd": 2.5, "fwd+bwd": 3.5}[pass_]
+    """timing.flops for a pass; forward+backward counts both."""
+    forward, backward = flops(B, H, N, D, causal, False), flops(B, H, N, D, causal, True)
+    return {"fwd": forward, "bwd": backward, "fwd+bwd": forward + backward}[pass_]
 
 
 class Problem:
@@ -60,11 +59,6 @@ class Problem:
 
         self.q, self.k, self.v, self.dout = draw(), draw(), draw(), draw()
         self.nhd = tuple(t.transpose(1, 2).contiguous() for t in (self.q, self.k, self.v, self.dout))
-
-
-def first(x):
-    """The output of a call that may also return the logsumexp."""
-    return x[0] if isinstance(x, tuple) else x
 
 
 def implementations(causal, window, fa4, deterministic):
@@ -85,7 +79,7 @@ def implementations(causal, window, fa4, deterministic):
             kwargs = {"causal": causal, "deterministic": deterministic}
             if window is not None:
                 kwargs["window_size"] = window
-            return first(fa4(q, k, v, **kwargs))
+            return first_output(fa4(q, k, v, **kwargs))
 
         impls["fa4"] = (flash4, "bnhd")
     if window is None and not deterministic:
@@ -201,10 +195,7 @@ def main():
                                          ms=ms, tflops=pass_flops(B, H, N, D, causal, pass_) / ms * 1e-9,
                                          sm_clock_mhz=clock))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(csv_rows[0]))
-            w.writeheader()
-            w.writerows(csv_rows)
+        write_csv(a.csv, csv_rows)
 
     columns = ["fast", "fa4", "sdpa-fa2", "sdpa-cudnn"]
     print(f"\nB {B}, H {H}, bf16; TFLOP/s: median over {a.rounds} rounds (fwd+bwd counted as 3.5x the forward's "

@@ -1,6 +1,7 @@
-"""What the benchmarks here share: the FLOP count, SDPA's backward as a timed call, and timing
-calls with CUDA events, one variant at a time or several in turns."""
+"""What the benchmarks here share: the FLOP count, SDPA's backward as a timed call, timing calls
+with CUDA events, one variant at a time or several in turns, and the CSV of a run's rows."""
 
+import csv
 import statistics
 
 import torch
@@ -94,3 +95,16 @@ def sdpa_backward(sets, causal, enable_gqa=False):
         torch.autograd.grad(out, leaves, dout, retain_graph=True)
 
     return backward, graphs
+
+
+def first_output(x):
+    """The output of a call that may also return its logsumexp (FlashAttention-4's, say)."""
+    return x[0] if isinstance(x, tuple) else x
+
+
+def write_csv(path, rows):
+    """rows (dicts with the same keys, in the order of the first) as a CSV file at path."""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

@@ -30,13 +30,12 @@ Without one of the optional baselines its column is left out and the first lines
 """
 
 import argparse
-import csv
 import statistics
 
 import torch
 
 import fa2_attention
-from timing import interleaved_ms, paired_ratio, sm_clock_mhz
+from timing import first_output, interleaved_ms, paired_ratio, sm_clock_mhz, write_csv
 
 TRAIN_LENGTHS = [16384, 8192, 8192] + [4096] * 4 + [2048] * 6 + [2304, 1536, 256]
 DECODE_POINTS = [(1, 131072), (8, 32768), (64, 16384), (128, 4096)]
@@ -56,10 +55,6 @@ def optional_baselines():
     except Exception as e:  # not installed, or installed without what it needs
         missing["fa4"] = f"flash_attn.cute does not import ({type(e).__name__}: {e})"
     return found, missing
-
-
-def first(x):
-    return x[0] if isinstance(x, tuple) else x
 
 
 def cumulative(lengths, device):
@@ -103,7 +98,7 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
         calls["torch-varlen"] = torch_varlen
     if "fa4" in found:
         def fa4(q, k, v):
-            return first(found["fa4"](q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max_len,
+            return first_output(found["fa4"](q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=max_len,
                                       max_seqlen_k=max_len, causal=True))
 
         calls["fa4-varlen"] = fa4
@@ -157,7 +152,7 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
     k4, v4 = (t.view(batch, cache, kv_heads, dim).transpose(1, 2) for t in (k, v))
     variants["sdpa"] = (lambda: torch.nn.functional.scaled_dot_product_attention(q4, k4, v4, enable_gqa=True), [()])
     if "fa4" in found:
-        variants["fa4"] = (lambda: first(found["fa4"](q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=1,
+        variants["fa4"] = (lambda: first_output(found["fa4"](q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=1,
                                                       max_seqlen_k=cache, causal=True)), [()])
     for page_size in page_sizes:
         pages = batch * cache // page_size
@@ -174,7 +169,7 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
                                                                   kernel="fast"))(pool_k, pool_v, table), [()])
         if "fa4" in found:
             variants[f"fa4-paged-{page_size}"] = (
-                (lambda pk, pv, tb: lambda: first(found["fa4"](q, pk, pv, cu_seqlens_q=cu_q, max_seqlen_q=1,
+                (lambda pk, pv, tb: lambda: first_output(found["fa4"](q, pk, pv, cu_seqlens_q=cu_q, max_seqlen_q=1,
                                                                seqused_k=used, page_table=tb, causal=True)))(
                     pool_k, pool_v, table), [()])
     kv_bytes = 2 * batch * cache * kv_heads * dim * 2
@@ -249,10 +244,7 @@ def main():
                       f"{statistics.median(s['gbs'] for s in sel):.0f} | "
                       f"{statistics.median(s['x_sdpa'] for s in sel):.2f} |")
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[0]))
-            w.writeheader()
-            w.writerows(rows)
+        write_csv(a.csv, rows)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,12 @@ PYTHONPATH=python.
 """
 
 import argparse
-import csv
 import statistics
 
 import torch
 
 import fa2_attention
-from timing import median_ms
+from timing import median_ms, write_csv
 
 
 def time_case(B, H, N, D, causal, window, reps, warmup, generator):
@@ -86,10 +85,7 @@ def main():
                 rows.append(dict(round=r, D=D, N=N, kind=kind, w=w, causal=int(causal), left=window[0],
                                  right=window[1], run=what, fwd_ms=fwd_ms, bwd_ms=bwd_ms))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        write_csv(a.csv, rows)
 
     def ms(r, D, N, kind, w, run, pass_):
         return next(x[f"{pass_}_ms"] for x in rows

@@ -180,15 +180,29 @@ def _poisoned(shape, like, dtype=None):
     return torch.full(shape, math.nan, dtype=like.dtype if dtype is None else dtype, device=like.device)
 
 
+def _written_rows(sequences, query_rows, key_rows, device):
+    """Which rows of the packed query and key tensors the dense calls write (gradients and outputs).
+    The others take 0 (and lse +inf, the dense operators' value for a query that sees no key): rows
+    that no sequence holds, keys past seqused_k, queries that see no key and keys no query sees.
+    Sequences' rows never overlap (cu_seq_q and cu_seq_k do not decrease)."""
+    queries = torch.zeros(query_rows, dtype=torch.bool, device=device)
+    keys = torch.zeros(key_rows, dtype=torch.bool, device=device)
+    for q0, n_q, key_index, n_k, dense in sequences:
+        if dense is None:
+            continue
+        queries[q0 + dense[0]:q0 + n_q] = True
+        if isinstance(key_index, int):  # a paged cache's keys get no gradient
+            keys[key_index + dense[1]:key_index + n_k] = True
+    return queries, keys
+
+
 def _forward(query, key, value, sequences, scale, kernel, allow_tf32):
     out = _poisoned(query.shape, query)
     lse = _poisoned((query.shape[1], query.shape[0]), query, torch.float32)
-    out[sequences[-1][0] + sequences[-1][1] if sequences else 0:] = 0  # rows past the last sequence
-    lse[:, sequences[-1][0] + sequences[-1][1] if sequences else 0:] = math.inf
+    written, _ = _written_rows(sequences, query.shape[0], 0, query.device)
+    out[~written] = 0
+    lse[:, ~written] = math.inf
     for q0, n_q, key_index, n_k, dense in sequences:
-        # A query that sees no key: out 0, lse +inf (the dense operators' convention).
-        out[q0:q0 + n_q] = 0
-        lse[:, q0:q0 + n_q] = math.inf
         if dense is None:
             continue
         q_skip, k_skip, left, right = dense
@@ -203,17 +217,10 @@ def _forward(query, key, value, sequences, scale, kernel, allow_tf32):
 
 def _backward(dout, query, key, value, out, lse, sequences, scale, kernel, deterministic, allow_tf32):
     dq, dk, dv = _poisoned(query.shape, query), _poisoned(key.shape, key), _poisoned(value.shape, value)
-    # Rows no sequence holds, keys past seqused_k, queries that see no key and keys no query sees:
-    # gradient 0. Sequences' key ranges never overlap (cu_seq_k does not decrease).
-    covered_q = torch.zeros(query.shape[0], dtype=torch.bool, device=query.device)
-    covered_k = torch.zeros(key.shape[0], dtype=torch.bool, device=key.device)
-    for q0, n_q, k0, n_k, dense in sequences:
-        if dense is not None:
-            covered_q[q0 + dense[0]:q0 + n_q] = True
-            covered_k[k0 + dense[1]:k0 + n_k] = True
-    dq[~covered_q] = 0
-    dk[~covered_k] = 0
-    dv[~covered_k] = 0
+    written_q, written_k = _written_rows(sequences, query.shape[0], key.shape[0], query.device)
+    dq[~written_q] = 0
+    dk[~written_k] = 0
+    dv[~written_k] = 0
     for q0, n_q, k0, n_k, dense in sequences:
         if dense is None:
             continue

@@ -91,6 +91,13 @@ bool takes_window(std::string_view key) {
   return std::find(std::begin(refusing), std::end(refusing), key) == std::end(refusing);
 }
 
+// Whether a fast backward takes a sliding window at (head dim, mask): every row does (v5's and
+// v6b's windowed twins), but the tuned v6b, the sm90 path alone, only where kernels.def picks one
+// of its rows for windows.
+bool backward_takes_window(const fa2::variants::KernelVariant& v, long long head_dim, bool causal) {
+  return v.key != "v6b" || fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(head_dim, causal);
+}
+
 // The tuned forward and every v6 configuration that runs here: the layout checks below.
 std::vector<const fa2::variants::KernelVariant*> layout_checked_forwards() {
   std::vector<const fa2::variants::KernelVariant*> out;
@@ -387,8 +394,7 @@ TEST_SUITE("gpu+variants") {
           for (const fa2::testing::FlashShape shape :
                {fa2::testing::FlashShape{2, 300, 257, D}, {1, 257, 300, D}, {4, 130, 130, D, 2}}) {
             for (bool causal : {false, true}) {
-              // The sm90 path as a whole runs a window only where kernels.def picks a row for one.
-              if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, causal)) {
+              if (!backward_takes_window(*v, D, causal)) {
                 CHECK_THROWS_WITH(fa2::testing::run_backward_and_compare<fa2::bf16>(
                                       fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, false, window), shape,
                                       causal, 1.0, fa2::testing::gradient_tolerance<fa2::bf16>(), window),
@@ -407,7 +413,7 @@ TEST_SUITE("gpu+variants") {
       // Window (0, 0) over 1024 queries and keys: the key tiles before key 512 must not read the
       // query tiles from 512 on, whose Q and dO are NaN.
       for (const auto D : v->head_dims) {
-        if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, false)) continue;
+        if (!backward_takes_window(*v, D, false)) continue;
         for (bool deterministic : {false, true}) {
           CHECK(fa2::testing::skips_unseen_query_tiles<fa2::bf16>(
               fa2::testing::gpu_passes<fa2::bf16>(v->cuda_backward, deterministic, fa2::Window{0, 0}).backward, 1024, D,
@@ -454,7 +460,7 @@ TEST_SUITE("gpu+variants") {
                                        deterministic);
           }
         }
-        if (v->key == "v6b" && !fa2::flash::has_window_picks<fa2::flash::Family::sm90_backward>(D, true)) continue;
+        if (!backward_takes_window(*v, D, true)) continue;
         const fa2::Window window{40, 3};
         fa2::testing::require_close(fa2::testing::run_backward_and_compare<fp16>(
             fa2::testing::gpu_passes<fp16>(v->cuda_backward, false, window), {2, 300, 257, D}, true, 1.0,

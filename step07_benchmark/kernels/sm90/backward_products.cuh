@@ -28,6 +28,13 @@ __device__ __forceinline__ std::uint64_t advance(std::uint64_t desc, int bytes) 
   return out;
 }
 
+// The same value, which the compiler may no longer see through: what is made from it is remade at
+// each use instead of held in registers across the loop.
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
+
 // Shared-memory accesses by 32-bit address.
 __device__ __forceinline__ float2 ld_shared_f32x2(std::uint32_t address) {
   float2 v;
@@ -147,11 +154,9 @@ __device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t 
 // wavefronts, the least 256 bytes take.
 template <class Cfg>
 __device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
-  // The thread's place, through a value the compiler cannot see through: the 16 store addresses
-  // are remade here at each step rather than held across the loop (at head dim 128, with the
-  // producer, those registers spill).
-  int place;
-  asm volatile("mov.b32 %0, %1;\n" : "=r"(place) : "r"(th.row * 8 + th.col));
+  // The thread's place, opaque: the 16 store addresses are remade here at each step rather than
+  // held across the loop (at head dim 128, with the producer, those registers spill).
+  const int place = static_cast<int>(opaque(static_cast<std::uint32_t>(th.row * 8 + th.col)));
   const int thread_row = place / 8, thread_col = place % 8;
 #pragma unroll
   for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {

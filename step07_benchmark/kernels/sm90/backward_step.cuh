@@ -197,12 +197,6 @@ __device__ __forceinline__ void zero(float (&x)[Cfg::D / 8][4]) {
   for (int t = 0; t < Cfg::D / 8; ++t) x[t][0] = x[t][1] = x[t][2] = x[t][3] = 0.0f;
 }
 
-// The same value, which the compiler may no longer see through.
-__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
-  asm volatile("" : "+r"(x));
-  return x;
-}
-
 // Deterministic dQ (dq_turns.cuh): the counter of query tile q0 / BLOCK_M, and the count at which
 // this warpgroup may add there. Each of a block's 8 computing warps increments the counter once
 // it has added, so key tile n may start once the key tiles after it have: at 8 (last - n). When
