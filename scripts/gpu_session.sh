@@ -41,7 +41,10 @@
 #                                          then step07_bench in rotating rounds on v6b.3 to v6b.7,
 #                                          their deterministic twins, v6b, v5 and SDPA's FA2 and
 #                                          cuDNN (BWD_ARGS replaces the bench's arguments); every
-#                                          step under a timeout, so that a hang costs minutes only
+#                                          step under a timeout, so that a hang costs minutes only;
+#                                          BWD_PARTS picks some of "build tests sanitize pytest
+#                                          bench" (all by default), BWD_TEST_SECONDS and
+#                                          BWD_BENCH_SECONDS the tests' and the bench's timeouts
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -320,29 +323,37 @@ phase_package() {
 }
 
 phase_backward() {
-  local targets=(step07_bench step07_variant_gpu_tests)
-  if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
-  FA2_ABLATIONS=1 configure_and_build "${targets[@]}"
+  local parts="${BWD_PARTS:-build tests sanitize pytest bench}"
   local bin=step07_benchmark/step07_variant_gpu_tests rc=0
-  log "GPU tests of every fast backward (timeout 900 s)"
-  FA2_REQUIRE_GPU=1 timeout 900 "$build/$bin" "-tc=*backward*" > "$out/backward_tests.log" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || status=1
-  echo "  exit $rc | $(grep -E "test cases:" "$out/backward_tests.log" | tail -n 1)" \
-    "| $(grep -E "assertions:" "$out/backward_tests.log" | tail -n 1)"
-  grep -E "ERROR|FAILED|timed out" "$out/backward_tests.log" | head -n 20
-  sanitize backward_memcheck memcheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
-  sanitize backward_synccheck synccheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
-  if [ -f "$build/python/libfa2_torch_ops.so" ]; then
+  if [[ " $parts " == *" build "* ]]; then
+    local targets=(step07_bench step07_variant_gpu_tests)
+    if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
+    FA2_ABLATIONS=1 configure_and_build "${targets[@]}"
+  fi
+  if [[ " $parts " == *" tests "* ]]; then
+    log "GPU tests of every fast backward (timeout ${BWD_TEST_SECONDS:-900} s)"
+    FA2_REQUIRE_GPU=1 timeout "${BWD_TEST_SECONDS:-900}" "$build/$bin" "-tc=*backward*" > "$out/backward_tests.log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || status=1
+    echo "  exit $rc | $(grep -E "test cases:" "$out/backward_tests.log" | tail -n 1)" \
+      "| $(grep -E "assertions:" "$out/backward_tests.log" | tail -n 1)"
+    grep -E "ERROR|FAILED|timed out" "$out/backward_tests.log" | head -n 20
+  fi
+  if [[ " $parts " == *" sanitize "* ]]; then
+    sanitize backward_memcheck memcheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+    sanitize backward_synccheck synccheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+  fi
+  if [[ " $parts " == *" pytest "* && -f "$build/python/libfa2_torch_ops.so" ]]; then
     log "pytest: test_varlen.py, test_window.py"
     FA2_TORCH_OPS="$build/python/libfa2_torch_ops.so" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest \
       python/tests/test_varlen.py python/tests/test_window.py -q -rs -p no:cacheprovider > "$out/pytest_backward.log" 2>&1 ||
       status=1
     tail -n 3 "$out/pytest_backward.log"
   fi
+  [[ " $parts " == *" bench "* ]] || return 0
   local args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.4-det,v6b.6-det,v6b.7-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
   log "step07_bench $args"
   # shellcheck disable=SC2086
-  timeout 900 "$build/step07_benchmark/step07_bench" --out "$out" $args > "$out/step07_log.txt" 2>&1 || status=1
+  timeout "${BWD_BENCH_SECONDS:-900}" "$build/step07_benchmark/step07_bench" --out "$out" $args > "$out/step07_log.txt" 2>&1 || status=1
   sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt" | head -n 80
 }
 
