@@ -110,9 +110,10 @@ template <int N = 0>
 __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
-// The stores committed so far are complete.
+// The stores committed so far, all but the latest N groups, are complete.
+template <int N = 0>
 __device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace fa2::flash

@@ -26,6 +26,8 @@ struct HopperBwdOptions {
   bool dq_writer = false;      // a warp of the producer's warpgroup adds dQ's shares (TMA reduce-adds,
                                // and deterministic, the turns); the computing warpgroups hand them
                                // over in shared memory (needs producer and dq_tma)
+  bool defer_turns = false;    // deterministic, the dQ writer passes a step's turns only after it has
+                               // issued the next step's adds: their landing overlaps that work
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
   bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
@@ -53,6 +55,8 @@ struct HopperBwdConfig {
   static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
                 "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
+  static constexpr bool DEFER_TURNS = DQ_WRITER && OPT.defer_turns;
+  static_assert(!OPT.defer_turns || DQ_WRITER, "the dQ writer defers the turns");
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool FLOAT16 = OPT.float16;

@@ -9,6 +9,15 @@
 // part's TMA reduce-adds (deterministic: after its turn, and it waits for them to land before it
 // passes the turn on), waits until they have read the tile, and arrives on dq_empty. Two stages
 // per warpgroup: a warpgroup runs up to a step ahead of the writer before it waits.
+//
+// Deferred turns (Cfg::DEFER_TURNS, the defer_turns option): waiting for a part's adds to land
+// before its turn passes costs a trip to L2 and back per part, and the writer does nothing else
+// meanwhile. Deferred, a step's turns pass at the end of the next step, once the writer has issued
+// that step's adds: the previous adds land while it waits for the next turn and issues. Both
+// warpgroups' parts of a step add to the same query tile (one counter). Split by keys, the second
+// part's turn follows the first's in this very block, so the writer lands and passes what it holds
+// before it waits there. No cycle of waits: a writer holds turns only of key tiles after which
+// every other wait of it comes in the order, and the first key tile of each order never waits.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -25,6 +34,14 @@
 
 namespace fa2::flash {
 
+// A turn the dQ writer holds (deferred turns): its counter, as the offset in dq_semaphores plus one
+// (0: none), to be counted up by WARPS once passed.
+template <int WARPS>
+__device__ __forceinline__ void pass_held_turn(std::int32_t* semaphores, std::uint32_t& held) {
+  if (held != 0) pass_turn<WARPS>(semaphores + (held - 1));
+  held = 0;
+}
+
 template <class Cfg>
 __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBwdMaps& maps, const BwdBlock<Cfg>& blk,
                                           std::uint32_t tiles, int lane) {
@@ -32,6 +49,11 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
   using L = BwdLayout<Cfg>;
   using Walk = typename BwdBlock<Cfg>::Walk;
   const int steps = Walk::steps(p);
+  // Deferred turns (lane 0): the counters of the previous step's parts and of this step's. Both
+  // warpgroups add at every step: split by keys the writer holds the second's turn only (4 warps),
+  // else both (8).
+  [[maybe_unused]] std::uint32_t held = 0, now = 0;
+  constexpr int kHeldWarps = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 4 : 4 * Cfg::WARPGROUPS;
   // Both stages start free (as many arrivals on each barrier as the warpgroups will wait there).
   for (int s = 0; s < 2 && s < steps; ++s) {
     for (int wg = 0; wg < Cfg::WARPGROUPS; ++wg) {
@@ -52,6 +74,13 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
         std::int32_t* counter = nullptr;
         if constexpr (Cfg::DETERMINISTIC) {
           counter = query_tile_counter<Cfg>(p, at.bh, at.q0);
+          if constexpr (Cfg::DEFER_TURNS && Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys) {
+            if (now != 0) {  // this turn comes after the other warpgroup's, held here
+              bulk_wait();
+              pass_held_turn<4>(p.dq_semaphores, held);
+              pass_held_turn<4>(p.dq_semaphores, now);
+            }
+          }
           if constexpr (Cfg::TURN_IN_PLACE) {
             wait_for_turn(counter, at.turn);
           } else {
@@ -65,7 +94,10 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
           tma_reduce_add_3d(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0, at.bh);
         }
         bulk_commit();
-        if constexpr (Cfg::DETERMINISTIC) {
+        if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {
+          bulk_wait_read<0>();
+          now = static_cast<std::uint32_t>(counter - p.dq_semaphores) + 1;
+        } else if constexpr (Cfg::DETERMINISTIC) {
           bulk_wait();  // landed before the turn passes: a warpgroup's 4 warps' worth
           pass_turn<4>(counter);
         } else {
@@ -76,8 +108,20 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
       // The tile is free again; its last use needs no arrival (none would be waited for).
       if (t + 2 < steps) named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + id, kDqHandoverThreads);
     }
+    if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {
+      if (lane == 0) {
+        // The previous step's adds have landed once at most this step's are in flight: its turns pass.
+        bulk_wait<Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 1 : Cfg::WARPGROUPS>();
+        pass_held_turn<kHeldWarps>(p.dq_semaphores, held);
+        held = now;
+        now = 0;
+      }
+    }
   }
-  if (lane == 0) bulk_wait();  // the reduce-adds are complete before the block ends
+  if (lane == 0) {
+    bulk_wait();  // the reduce-adds are complete before the block ends
+    if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) pass_held_turn<kHeldWarps>(p.dq_semaphores, held);
+  }
 }
 
 }  // namespace fa2::flash
