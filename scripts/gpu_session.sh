@@ -43,8 +43,9 @@
 #                                          cuDNN (BWD_ARGS replaces the bench's arguments); every
 #                                          step under a timeout, so that a hang costs minutes only;
 #                                          BWD_PARTS picks some of "build tests sanitize pytest
-#                                          bench" (all by default), BWD_TEST_SECONDS and
-#                                          BWD_BENCH_SECONDS the tests' and the bench's timeouts
+#                                          bench" (all by default); BWD_TEST_SECONDS,
+#                                          BWD_SANITIZE_SECONDS and BWD_BENCH_SECONDS are the
+#                                          timeouts of the tests, of each sanitizer and of the bench
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -339,8 +340,8 @@ phase_backward() {
     grep -E "ERROR|FAILED|timed out" "$out/backward_tests.log" | head -n 20
   fi
   if [[ " $parts " == *" sanitize "* ]]; then
-    sanitize backward_memcheck memcheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
-    sanitize backward_synccheck synccheck 300 "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+    sanitize backward_memcheck memcheck "${BWD_SANITIZE_SECONDS:-300}" "$bin" "-tc=GPU: fast backwards on small ragged shapes"
+    sanitize backward_synccheck synccheck "${BWD_SANITIZE_SECONDS:-300}" "$bin" "-tc=GPU: fast backwards on small ragged shapes"
   fi
   if [[ " $parts " == *" pytest "* && -f "$build/python/libfa2_torch_ops.so" ]]; then
     log "pytest: test_varlen.py, test_window.py"
