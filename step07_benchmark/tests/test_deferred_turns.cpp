@@ -1,0 +1,311 @@
+// Deterministic dQ in v6b with the dQ writer (kernels/sm90/backward_dq_writer.cuh,
+// kernels/device/dq_turns.cuh), reduced to its protocol between blocks and checked on the host
+// over every interleaving: which block moves, when each reduce-add lands, and when the GPU starts
+// the next block once one has ended.
+//
+// The blocks are the key tiles n = 0 .. T-1 of one head, started from the last (the deterministic
+// grid) with at most `resident` of them on the GPU at a time. Each walks its query tiles, all of
+// them, or causal (64-query and 64-key tiles) those m >= n. At each step its writer adds two
+// parts, one per computing warpgroup, the higher keys' first: split by keys both go to the same
+// elements, and the second's turn comes after the first's; split by columns they are disjoint
+// and both take the same turn. A counter per query tile counts the parts whose adds have landed
+// and been passed on; a part waits until it has counted every part before it in the order (the
+// last key tile first). A reduce-add lands at any time after it is issued; the writer waits for
+// landings the way bulk_wait<N> does (all but the N latest).
+//
+// Without deferral a part's turn passes as soon as its adds have landed. Deferred, a step's turns
+// pass at the end of the next step, once at most that step's adds are in flight; split by keys
+// the writer first lands and passes what it holds when the second part's turn would need it.
+// The model flags adds that land out of the order (the sums would differ from run to run) and a
+// state where nothing can move before every block is done (a deadlock).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Turns {
+  int key_tiles = 3, query_tiles = 3, resident = 3;
+  bool causal = false;
+  bool by_keys = true;  // the two parts of a step go to the same elements (head dim 64)
+  bool defer = true;
+  // Planted bugs.
+  bool no_flush = false;        // split by keys, the second part waits without passing the first's
+  bool early_pass = false;      // turns pass without waiting for their adds to land
+  bool ascending_grid = false;  // the blocks start from key tile 0 instead of the last
+};
+
+// A writer's place: step t, part p (0: the higher keys' warpgroup, 1: the other), and where in the
+// part it is; or at the end of a step, or at the end of the walk.
+enum Phase { kFlush, kWait, kIssue, kLandAndPass, kStepEnd, kWalkEnd, kDone };
+
+struct Block {
+  int started = 0;  // 0: not yet on the GPU, 1: running, 2: ended
+  int step = 0, part = 0, phase = kFlush;
+  int held = -1, held_parts = 0;  // deferred: the previous step's query tile and its parts
+  int now = -1, now_parts = 0;    // this step's
+  int issued = 0;                 // reduce-add groups issued so far
+  std::vector<int> in_flight;     // issued, not landed: (issue index) * 2 q + 2 m + part, oldest first
+};
+
+struct State {
+  std::vector<Block> blocks;
+  std::vector<int> counter;  // per query tile: parts passed on
+  std::vector<int> landed;   // per query tile and order stream: adds landed so far
+  std::vector<int> key() const {
+    std::vector<int> k(counter);
+    k.insert(k.end(), landed.begin(), landed.end());
+    for (const Block& b : blocks) {
+      for (int x : {b.started, b.step, b.part, b.phase, b.held, b.held_parts, b.now, b.now_parts, b.issued}) {
+        k.push_back(x);
+      }
+      k.push_back(static_cast<int>(b.in_flight.size()));
+      k.insert(k.end(), b.in_flight.begin(), b.in_flight.end());
+    }
+    return k;
+  }
+};
+
+struct Outcome {
+  std::string error;  // the first violation, empty when none
+  long states = 0;
+};
+
+class Explorer {
+ public:
+  explicit Explorer(const Turns& t) : t_(t) {}
+
+  Outcome run() {
+    State s;
+    s.blocks.resize(static_cast<std::size_t>(t_.key_tiles));
+    s.counter.assign(static_cast<std::size_t>(t_.query_tiles), 0);
+    s.landed.assign(static_cast<std::size_t>(2 * t_.query_tiles), 0);
+    visit(s);
+    return {error_, static_cast<long>(seen_.size())};
+  }
+
+ private:
+  const Turns& t_;
+  std::set<std::vector<int>> seen_;
+  std::string error_;
+
+  // Block n's walk: the query tiles it meets, in order.
+  std::vector<int> walk(int n) const {
+    std::vector<int> w;
+    for (int m = t_.causal ? n : 0; m < t_.query_tiles; ++m) w.push_back(m);
+    return w;
+  }
+  // The last key tile in query tile m's order is the first to add.
+  int last_key_tile(int m) const { return t_.causal ? std::min(m, t_.key_tiles - 1) : t_.key_tiles - 1; }
+  // The parts counted before part p of key tile n may add to query tile m.
+  int turn(int n, int p, int m) const { return 2 * (last_key_tile(m) - n) + (t_.by_keys ? p : 0); }
+  // Split by keys every part of a query tile is one stream of adds to the same elements; split by
+  // columns each warpgroup's parts are a stream of their own. The position an add must land at:
+  int position(int n, int p, int m) const {
+    return t_.by_keys ? 2 * (last_key_tile(m) - n) + p : last_key_tile(m) - n;
+  }
+  int stream(int m, int p) const { return t_.by_keys ? 2 * m : 2 * m + p; }
+  // The order the GPU starts blocks in.
+  int launched_at(int i) const { return t_.ascending_grid ? i : t_.key_tiles - 1 - i; }
+
+  bool done(const State& s) const {
+    for (const Block& b : s.blocks) {
+      if (b.started != 2) return false;
+    }
+    return true;
+  }
+
+  void visit(const State& s) {
+    if (!error_.empty() || !seen_.insert(s.key()).second) return;
+    if (done(s)) return;
+    bool moved = false;
+    const auto try_move = [&](auto&& move) {
+      State n = s;
+      if (move(n)) {
+        moved = true;
+        visit(n);
+      }
+    };
+    try_move([&](State& n) { return start_next(n); });
+    for (int b = 0; b < t_.key_tiles; ++b) {
+      try_move([&](State& n) { return step_writer(n, b); });
+      for (std::size_t i = 0; i < s.blocks[static_cast<std::size_t>(b)].in_flight.size(); ++i) {
+        try_move([&](State& n) { return land(n, b, i); });
+      }
+    }
+    if (!moved && error_.empty()) error_ = "deadlock";
+  }
+
+  bool start_next(State& s) const {
+    int running = 0;
+    for (const Block& b : s.blocks) running += b.started == 1;
+    if (running >= t_.resident) return false;
+    for (int i = 0; i < t_.key_tiles; ++i) {
+      Block& b = s.blocks[static_cast<std::size_t>(launched_at(i))];
+      if (b.started == 0) {
+        b.started = 1;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Add i in flight of block n lands; it must be the next of its stream.
+  bool land(State& s, int n, std::size_t i) {
+    Block& b = s.blocks[static_cast<std::size_t>(n)];
+    const int code = b.in_flight[i] % (2 * t_.query_tiles), m = code / 2, p = code % 2;
+    int& count = s.landed[static_cast<std::size_t>(stream(m, p))];
+    if (count != position(n, p, m)) {
+      error_ = "adds landed out of order";
+      return true;
+    }
+    ++count;
+    b.in_flight.erase(b.in_flight.begin() + static_cast<std::ptrdiff_t>(i));
+    return true;
+  }
+
+  static void pass(State& s, int& tile, int& parts) {
+    if (tile >= 0) s.counter[static_cast<std::size_t>(tile)] += parts;
+    tile = -1;
+    parts = 0;
+  }
+
+  // One move of block n's writer; false when it cannot move.
+  bool step_writer(State& s, int n) const {
+    Block& b = s.blocks[static_cast<std::size_t>(n)];
+    if (b.started != 1) return false;
+    const std::vector<int> w = walk(n);
+    const auto in_flight = static_cast<int>(b.in_flight.size());
+    if (b.phase == kWalkEnd || (b.phase == kFlush && b.step == static_cast<int>(w.size()))) {
+      if (in_flight > 0) return false;  // bulk_wait<0>
+      pass(s, b.held, b.held_parts);
+      b.phase = kDone;
+      b.started = 2;
+      return true;
+    }
+    const int m = w[static_cast<std::size_t>(b.step)];
+    switch (b.phase) {
+      case kFlush:
+        if (t_.defer && t_.by_keys && !t_.no_flush && b.now >= 0) {
+          if (in_flight > 0 && !t_.early_pass) return false;  // bulk_wait<0>
+          pass(s, b.held, b.held_parts);
+          pass(s, b.now, b.now_parts);
+        }
+        b.phase = kWait;
+        return true;
+      case kWait:
+        if (s.counter[static_cast<std::size_t>(m)] < turn(n, b.part, m)) return false;
+        b.phase = kIssue;
+        return true;
+      case kIssue:
+        b.in_flight.push_back(b.issued++ * 2 * t_.query_tiles + 2 * m + b.part);
+        if (t_.defer) {
+          b.now = m;
+          ++b.now_parts;
+          next_part(b, w);
+        } else {
+          b.phase = kLandAndPass;
+        }
+        return true;
+      case kLandAndPass: {
+        if (in_flight > 0 && !t_.early_pass) return false;  // bulk_wait<0>, then the turn passes
+        int tile = m, parts = 1;
+        pass(s, tile, parts);
+        next_part(b, w);
+        return true;
+      }
+      case kStepEnd: {
+        // bulk_wait<1> split by keys (only the second part may be in flight), else <2>: every
+        // group but the latest one or two has landed.
+        if (!t_.early_pass && older_in_flight(b, t_.by_keys ? 1 : 2)) return false;
+        pass(s, b.held, b.held_parts);
+        b.held = b.now;
+        b.held_parts = b.now_parts;
+        b.now = -1;
+        b.now_parts = 0;
+        b.phase = kFlush;
+        ++b.step;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // Whether a group issued before the latest `latest` is still in flight.
+  bool older_in_flight(const Block& b, int latest) const {
+    for (int code : b.in_flight) {
+      if (code / (2 * t_.query_tiles) < b.issued - latest) return true;
+    }
+    return false;
+  }
+
+  void next_part(Block& b, const std::vector<int>& w) const {
+    if (++b.part < 2) {
+      b.phase = kFlush;
+      return;
+    }
+    b.part = 0;
+    if (t_.defer) {
+      b.phase = kStepEnd;
+      return;
+    }
+    ++b.step;
+    b.phase = b.step == static_cast<int>(w.size()) ? kWalkEnd : kFlush;
+  }
+};
+
+}  // namespace
+
+TEST_SUITE("variants") {
+  TEST_CASE("v6b's deterministic dQ turns, deferred or not: adds land in the fixed order and never deadlock") {
+    for (const bool defer : {false, true}) {
+      for (const bool by_keys : {true, false}) {
+        for (const bool causal : {false, true}) {
+          for (const int resident : {1, 2, 4}) {
+            Turns t;
+            t.key_tiles = 4;
+            t.defer = defer;
+            t.by_keys = by_keys;
+            t.causal = causal;
+            t.resident = resident;
+            const Outcome o = Explorer(t).run();
+            const std::string what = std::string(defer ? "deferred" : "passed at once") +
+                                     (by_keys ? ", split by keys" : ", split by columns") + (causal ? ", causal" : "") +
+                                     ", " + std::to_string(resident) + " resident: " + std::to_string(o.states) +
+                                     " states";
+            INFO(what);
+            CHECK_MESSAGE(o.error.empty(), o.error);
+            CHECK(o.states > 10);
+          }
+        }
+      }
+    }
+  }
+
+  TEST_CASE("v6b's deterministic dQ turns: the model finds the three ways to break them") {
+    // Split by keys, the second part's turn needs the first's, which the writer itself holds.
+    Turns no_flush;
+    no_flush.no_flush = true;
+    CHECK(Explorer(no_flush).run().error == "deadlock");
+    // A turn passed while its adds may still be in flight lets the next part's land first.
+    for (const bool defer : {false, true}) {
+      for (const bool by_keys : {true, false}) {
+        Turns early;
+        early.early_pass = true;
+        early.defer = defer;
+        early.by_keys = by_keys;
+        CHECK(Explorer(early).run().error == "adds landed out of order");
+      }
+    }
+    // Blocks that start from key tile 0 wait for key tiles that cannot start while they hold the GPU.
+    Turns ascending;
+    ascending.ascending_grid = true;
+    ascending.resident = 2;
+    CHECK(Explorer(ascending).run().error == "deadlock");
+  }
+}
