@@ -45,7 +45,8 @@
 #                                          BWD_PARTS picks some of "build tests sanitize pytest
 #                                          bench" (all by default); BWD_TEST_SECONDS,
 #                                          BWD_SANITIZE_SECONDS and BWD_BENCH_SECONDS are the
-#                                          timeouts of the tests, of each sanitizer and of the bench
+#                                          timeouts of the tests, of each sanitizer and of the bench;
+#                                          BWD_TEST_CASES the doctest filter of the tests
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -333,7 +334,8 @@ phase_backward() {
   fi
   if [[ " $parts " == *" tests "* ]]; then
     log "GPU tests of every fast backward (timeout ${BWD_TEST_SECONDS:-900} s)"
-    FA2_REQUIRE_GPU=1 timeout "${BWD_TEST_SECONDS:-900}" "$build/$bin" "-tc=*backward*" > "$out/backward_tests.log" 2>&1 || rc=$?
+    FA2_REQUIRE_GPU=1 timeout "${BWD_TEST_SECONDS:-900}" "$build/$bin" "-tc=${BWD_TEST_CASES:-*backward*,*deterministic*}" \
+      --duration=true > "$out/backward_tests.log" 2>&1 || rc=$?
     [ "$rc" -eq 0 ] || status=1
     echo "  exit $rc | $(grep -E "test cases:" "$out/backward_tests.log" | tail -n 1)" \
       "| $(grep -E "assertions:" "$out/backward_tests.log" | tail -n 1)"
