@@ -105,9 +105,7 @@ class Explorer {
   int turn(int n, int p, int m) const { return 2 * (last_key_tile(m) - n) + (t_.by_keys ? p : 0); }
   // Split by keys every part of a query tile is one stream of adds to the same elements; split by
   // columns each warpgroup's parts are a stream of their own. The position an add must land at:
-  int position(int n, int p, int m) const {
-    return t_.by_keys ? 2 * (last_key_tile(m) - n) + p : last_key_tile(m) - n;
-  }
+  int position(int n, int p, int m) const { return t_.by_keys ? 2 * (last_key_tile(m) - n) + p : last_key_tile(m) - n; }
   int stream(int m, int p) const { return t_.by_keys ? 2 * m : 2 * m + p; }
   // The order the GPU starts blocks in.
   int launched_at(int i) const { return t_.ascending_grid ? i : t_.key_tiles - 1 - i; }

@@ -154,11 +154,12 @@ const SolvedProblem<T>& solved_problem(const fa2::testing::FlashShape& shape, bo
   if (solved.size() >= 64) solved.clear();  // a few hundred MB at most
   fa2::Rng rng(fa2::fresh_seed());
   fa2::testing::BwdInputs<T> in(shape, rng, qk_scale);
-  auto reference = fa2::testing::reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(),
-                                                            causal);
-  std::string where = std::string(fa2::dtype_name<T>()) + " " + shape.name() +
-                      (causal ? " causal" : " non-causal") + " seed " + std::to_string(rng.seed());
-  auto problem = std::make_unique<SolvedProblem<T>>(SolvedProblem<T>{std::move(in), std::move(reference), std::move(where)});
+  auto reference =
+      fa2::testing::reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal);
+  std::string where = std::string(fa2::dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
+                      " seed " + std::to_string(rng.seed());
+  auto problem =
+      std::make_unique<SolvedProblem<T>>(SolvedProblem<T>{std::move(in), std::move(reference), std::move(where)});
   return *solved.emplace(key, std::move(problem)).first->second;
 }
 
