@@ -16,8 +16,9 @@
 // that step's adds: the previous adds land while it waits for the next turn and issues. Both
 // warpgroups' parts of a step add to the same query tile (one counter). Split by keys, the second
 // part's turn follows the first's in this very block, so the writer lands and passes what it holds
-// before it waits there. No cycle of waits: a writer holds turns only of key tiles after which
-// every other wait of it comes in the order, and the first key tile of each order never waits.
+// before it waits there. No cycle of waits: a writer that holds a turn waits only for key tiles
+// before its own in the order (its own held turn it passes first), and the first key tile of each
+// order never waits (tests/test_deferred_turns.cpp checks it over every interleaving).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
