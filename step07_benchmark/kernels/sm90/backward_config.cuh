@@ -55,7 +55,7 @@ struct HopperBwdConfig {
   static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
                 "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
-  static constexpr bool DEFER_TURNS = DQ_WRITER && OPT.defer_turns;
+  static constexpr bool DEFER_TURNS = OPT.defer_turns;
   static_assert(!OPT.defer_turns || DQ_WRITER, "the dQ writer defers the turns");
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
