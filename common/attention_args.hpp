@@ -102,6 +102,47 @@ struct FlashBwdArgs : FlashFwdArgs {
   float* dkv_partial = nullptr;
 };
 
+// Packed sequences of different lengths, forward only (the product's decoding kernel,
+// kernels/product/flash_attention.hpp's plan_varlen_forward): PyTorch's varlen_attn layout. Sequence
+// b's queries are rows cu_seq_q[b] .. cu_seq_q[b + 1] - 1 of q, (T_q, H, D); its keys are rows
+// cu_seq_k[b] .. of k and v, (T_k, H_kv, D), the first seqused_k[b] of them when seqused_k is
+// given, or, in a paged cache (page_size > 0), key t of sequence b is row
+// block_table[b * block_table_stride + t / page_size] * page_size + t % page_size of k and v
+// viewed as (pages * page_size, H_kv, D). H_kv divides H (grouped-query attention: query head h
+// reads kv head h / (H / H_kv)). The masks align bottom-right (split_kv.hpp's bottom_right_keys):
+// the window's bounds count from the key each query stands at, i + n_k - n_q, so (-1, 0) is the
+// causal mask and a decoding query sees its whole cache. O is q's shape; L is (H, T_q) float32.
+// A query that sees no key gets O = 0 and L = +inf; rows of q past cu_seq_q[batch] are not written.
+// The index arrays are int32 in device memory, read by the kernels; batch and the longest
+// sequences (max_q, max_k) are the host's. A tensor's strides are (row, head, 1).
+struct FlashVarlenArgs {
+  DType dtype = DType::bfloat16;  // bfloat16 or float16
+  const void* q = nullptr;
+  Extents<3> q_shape{}, q_strides{};  // (T_q, H, D)
+  const void* k = nullptr;
+  Extents<3> k_shape{}, k_strides{};  // (T_k, H_kv, D), or (pages * page_size, H_kv, D) when paged
+  const void* v = nullptr;
+  Extents<3> v_shape{}, v_strides{};
+  void* o = nullptr;
+  Extents<3> o_shape{}, o_strides{};  // q's shape
+  float* l = nullptr;
+  Extents<2> l_shape{}, l_strides{};  // (H, T_q)
+  index_t batch = 0;
+  const std::int32_t* cu_seq_q = nullptr;     // batch + 1 offsets into q's rows
+  const std::int32_t* cu_seq_k = nullptr;     // batch + 1 offsets into k's rows; null when paged
+  const std::int32_t* seqused_k = nullptr;    // batch key counts; null: cu_seq_k's; needed when paged
+  const std::int32_t* block_table = nullptr;  // paged: (batch, block_table_stride) page numbers
+  index_t block_table_stride = 0;
+  index_t page_size = 0;         // keys per page; 0: keys packed (cu_seq_k)
+  index_t max_q = 0, max_k = 0;  // the most queries and keys of any sequence
+  std::optional<float> scale;    // default 1/sqrt(head_dim)
+  Window window{};               // bottom-right aligned
+  int num_splits = 0;            // parts each sequence's keys are cut into; 0: the plan's choice
+  // The parts' outputs when a plan splits (VarlenPlan::partial_floats floats, device memory):
+  // (splits, T_q, H, D) partial O, then (splits, H, T_q) partial L.
+  float* partial = nullptr;
+};
+
 // The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch
 // element and 32 query rows.
 constexpr index_t dq_semaphore_count(const Extents<3>& q_shape) {

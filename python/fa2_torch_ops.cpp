@@ -1,7 +1,7 @@
 // The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
-// forward and backward) behind torch.ops, for the Python package fa2_attention. The CUDA
-// implementations launch on Torch's current stream; the CPU ones run the same kernel bodies on
-// the host.
+// forward and backward) behind torch.ops, and fa2::varlen_decode (step07's decoding kernel, CUDA
+// only), for the Python package fa2_attention. The CUDA implementations launch on Torch's current
+// stream; the CPU ones run the same kernel bodies on the host.
 //   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
 #include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>
@@ -396,6 +396,95 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(
   return {c.dq, c.dk, c.dv};
 }
 
+// ---- decoding: packed sequences of few queries (python/fa2_attention/varlen.py) -----------------
+
+constexpr const char* kVarlenDecode = "fa2::varlen_decode";
+
+// A (rows, heads, D) view the decoding kernel reads in place: the head dim contiguous and every
+// row on 16 bytes; else a contiguous copy.
+at::Tensor decode_view(const at::Tensor& t) {
+  at::Tensor view = t.stride(-1) == 1 ? t : t.contiguous();
+  const auto chunk = static_cast<std::int64_t>(16 / view.element_size());
+  if (reinterpret_cast<std::uintptr_t>(view.const_data_ptr()) % 16 != 0 || view.stride(0) % chunk != 0 ||
+      view.stride(1) % chunk != 0) {
+    view = view.clone(at::MemoryFormat::Contiguous);
+  }
+  return view;
+}
+
+const std::int32_t* int32_data(const char* name, const std::optional<at::Tensor>& t, const at::Tensor& q) {
+  if (!t) return nullptr;
+  TORCH_CHECK(t->scalar_type() == at::kInt && t->is_contiguous() && t->device() == q.device(), kVarlenDecode, ": ",
+              name, " must be a contiguous int32 tensor on q's device");
+  return t->const_data_ptr<std::int32_t>();
+}
+
+// The decoding kernel on CUDA (kernel="fast" with few queries per sequence). varlen.py has checked
+// the index tensors' values against the tensors (cu_seq_q, cu_seq_k, seqused_k, block_table, max_q,
+// max_k): the kernel trusts them. The rows past cu_seq_q[-1] are left for the caller to fill.
+std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
+    const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_seq_q,
+    const std::optional<at::Tensor>& cu_seq_k, const std::optional<at::Tensor>& seqused_k,
+    const std::optional<at::Tensor>& block_table, std::int64_t max_q, std::int64_t max_k, std::optional<double> scale,
+    std::int64_t window_left, std::int64_t window_right, std::int64_t num_splits) {
+  TORCH_CHECK(q.dim() == 3, kVarlenDecode, ": q must be (T_q, H, D), got shape ", q.sizes());
+  const bool paged = block_table.has_value();
+  TORCH_CHECK(k.dim() == (paged ? 4 : 3) && v.sizes().equals(k.sizes()), kVarlenDecode, ": k and v must both be ",
+              paged ? "(pages, page_size, H_kv, D)" : "(T_k, H_kv, D)", ", got ", k.sizes(), " and ", v.sizes());
+  for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
+    TORCH_CHECK(t->scalar_type() == q.scalar_type() && t->device() == q.device(), kVarlenDecode, ": ", name,
+                " must have q's dtype and device");
+  }
+  std::int64_t page_size = 0;
+  at::Tensor k3 = k, v3 = v;
+  if (paged) {  // (pages, page_size, H_kv, D) as rows of the whole cache
+    page_size = k.size(1);
+    k3 = k.reshape({k.size(0) * k.size(1), k.size(2), k.size(3)});
+    v3 = v.reshape({v.size(0) * v.size(1), v.size(2), v.size(3)});
+  }
+  const at::Tensor qv = decode_view(q), kv = decode_view(k3), vv = decode_view(v3);
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor lse = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
+
+  fa2::FlashVarlenArgs a;
+  a.dtype = kernel_dtype(q);
+  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kVarlenDecode,
+              ": the decoding kernel takes bfloat16 or float16, got ", dtype_name(q));
+  a.q = qv.const_data_ptr(), a.q_shape = shape_of<3>(qv), a.q_strides = strides_of<3>(qv);
+  a.k = kv.const_data_ptr(), a.k_shape = shape_of<3>(kv), a.k_strides = strides_of<3>(kv);
+  a.v = vv.const_data_ptr(), a.v_shape = shape_of<3>(vv), a.v_strides = strides_of<3>(vv);
+  a.o = out.mutable_data_ptr(), a.o_shape = shape_of<3>(out), a.o_strides = strides_of<3>(out);
+  a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
+  a.batch = cu_seq_q.numel() - 1;
+  a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);
+  a.cu_seq_k = paged ? nullptr : int32_data("cu_seq_k", cu_seq_k, q);
+  a.seqused_k = int32_data("seqused_k", seqused_k, q);
+  if (paged) {
+    TORCH_CHECK(block_table->dim() == 2, kVarlenDecode, ": block_table must be 2-D (batch, pages per sequence)");
+    a.block_table = int32_data("block_table", block_table, q);
+    a.block_table_stride = block_table->size(1);
+    a.page_size = page_size;
+  }
+  a.max_q = max_q, a.max_k = max_k;
+  a.scale = checked_scale(kVarlenDecode, scale);
+  a.window = {window_left, window_right};
+  TORCH_CHECK(num_splits >= 0 && num_splits <= 65535, kVarlenDecode, ": num_splits must be 0 (choose) to 65535, got ",
+              num_splits);
+  a.num_splits = static_cast<int>(num_splits);
+
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
+  fa2::flash::VarlenPlan plan = fa2::flash::plan_varlen_forward(a);
+  TORCH_CHECK(plan.runs(), kVarlenDecode, ": ", plan.refused);
+  at::Tensor partial;
+  if (plan.partial_floats > 0) {
+    partial = at::empty({plan.partial_floats}, q.options().dtype(at::kFloat));
+    plan.args.partial = partial.mutable_data_ptr<float>();
+  }
+  run_checked(kVarlenDecode, [&] { fa2::flash::run(plan, stream); });
+  return {out, lse};
+}
+
 #endif  // FA2_TORCH_OPS_WITH_CUDA
 
 }  // namespace
@@ -409,6 +498,11 @@ TORCH_LIBRARY(fa2, m) {
       "backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool is_causal, float? scale, "
       "str kernel, bool deterministic=False, int window_left=-1, int window_right=-1, bool allow_tf32=True) -> (Tensor "
       "dq, Tensor dk, Tensor dv)");
+  // CUDA only: varlen.py calls it for kernel="fast" when every sequence has few queries.
+  m.def(
+      "varlen_decode(Tensor q, Tensor k, Tensor v, Tensor cu_seq_q, Tensor? cu_seq_k, Tensor? seqused_k, "
+      "Tensor? block_table, int max_q, int max_k, float? scale, int window_left, int window_right, int num_splits) "
+      "-> (Tensor out, Tensor lse)");
 }
 
 TORCH_LIBRARY_IMPL(fa2, CPU, m) {
@@ -420,5 +514,6 @@ TORCH_LIBRARY_IMPL(fa2, CPU, m) {
 TORCH_LIBRARY_IMPL(fa2, CUDA, m) {
   m.impl("forward", &forward_cuda);
   m.impl("backward", &backward_cuda);
+  m.impl("varlen_decode", &varlen_decode_cuda);
 }
 #endif

@@ -47,6 +47,9 @@
 #                                          BWD_SANITIZE_SECONDS and BWD_BENCH_SECONDS are the
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
+#   scripts/gpu_session.sh decode   [OUT]  the decoding kernel in one call: its GPU tests, memcheck,
+#                                          racecheck and synccheck on its float16 case, test_varlen.py,
+#                                          then python/benchmarks/varlen.py --mode decode (DECODE_ARGS)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -54,13 +57,14 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,48p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,56p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
-  test | sanitize | bench | bench-repeat | profile | package | backward | all) ;;
+  test | sanitize | bench | bench-repeat | profile | package | backward | decode | all) ;;
   *)
-    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile, package, backward or all," \
+    echo "gpu_session.sh: the phase must be test, sanitize, bench, bench-repeat, profile, package, backward, decode" \
+      "or all," \
       "got '${phase}'" >&2
     usage >&2
     exit 2
@@ -324,6 +328,33 @@ phase_package() {
   done
 }
 
+phase_decode() {
+  local bin=step07_benchmark/step07_decode_gpu_tests rc=0 ops="$build/python/libfa2_torch_ops.so"
+  local targets=(step07_decode_gpu_tests)
+  if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
+  configure_and_build "${targets[@]}"
+  log "GPU tests of the decoding kernel"
+  FA2_REQUIRE_GPU=1 timeout 300 "$build/$bin" --duration=true > "$out/decode_tests.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "  exit $rc | $(grep -E "test cases:" "$out/decode_tests.log" | tail -n 1)" \
+    "| $(grep -E "assertions:" "$out/decode_tests.log" | tail -n 1)"
+  grep -E "ERROR|FAILED|timed out" "$out/decode_tests.log" | head -n 20
+  for tool in memcheck racecheck synccheck; do
+    sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
+  done
+  if [ -f "$ops" ]; then
+    log "pytest: test_varlen.py"
+    FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest python/tests/test_varlen.py -q -rs \
+      -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
+    tail -n 3 "$out/pytest_varlen.log"
+    log "python/benchmarks/varlen.py --mode decode ${DECODE_ARGS:-}"
+    # shellcheck disable=SC2086
+    (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
+      --mode decode ${DECODE_ARGS:-} --csv "$out/decode.csv" > "$out/decode.md" 2>&1) || status=1
+    cat "$out/decode.md"
+  fi
+}
+
 phase_backward() {
   local parts="${BWD_PARTS:-build tests sanitize pytest bench}"
   local bin=step07_benchmark/step07_variant_gpu_tests rc=0
@@ -363,6 +394,7 @@ phase_backward() {
 case "$phase" in
   test) phase_test ;;
   backward) phase_backward ;;
+  decode) phase_decode ;;
   package) phase_package ;;
   bench-repeat) phase_bench_repeat ;;
   profile) phase_profile ;;

@@ -30,28 +30,75 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int split_kv_count(long long work_ite
   return static_cast<int>(splits);
 }
 
+// The merge of a row's parts, before any output is read: m = max_s L_s and log_l = log sum_s
+// exp(L_s - m), so that L = m + log_l and part s weighs exp(L_s - L). m is -inf when no part saw
+// a key. The combine kernel's lanes each compute it and then weigh their own columns.
+struct SplitMerge {
+  float m = -INFINITY;
+  float log_l = 0.0f;
+};
+FA2_HOST_DEVICE inline SplitMerge merge_splits(const float* lse, index_t lse_stride, int splits) {
+  SplitMerge merge;
+  for (int s = 0; s < splits; ++s) merge.m = fmaxf(merge.m, lse[s * lse_stride]);
+  if (merge.m == -INFINITY) return merge;
+  float l = 0.0f;  // sum_s exp(L_s - m): step 1's l, with every part's l = 1 moved to m
+  for (int s = 0; s < splits; ++s) l += expf(lse[s * lse_stride] - merge.m);
+  merge.log_l = logf(l);
+  return merge;
+}
+// exp(L_s - L): 0 for a part that saw no key (L_s = -inf), whose O_s is never read.
+FA2_HOST_DEVICE FA2_FORCE_INLINE float split_weight(const SplitMerge& merge, float lse_s) {
+  return expf(lse_s - merge.m - merge.log_l);
+}
+
 // Row r's output from its `splits` parts: part s's logsumexp lse[s * lse_stride] and output row
 // o + s * o_stride (d floats). Writes out[0 .. d) and *lse_out. A row no part saw a key of gets
 // O = 0 and L = +inf, the kernels' convention for a query that sees no key.
 FA2_HOST_DEVICE inline void combine_splits(const float* lse, index_t lse_stride, const float* o, index_t o_stride,
                                            int splits, int d, float* out, float* lse_out) {
-  float m = -INFINITY;  // the largest L_s: every weight exp(L_s - m) is at most 1
-  for (int s = 0; s < splits; ++s) m = fmaxf(m, lse[s * lse_stride]);
-  if (m == -INFINITY) {
-    for (int c = 0; c < d; ++c) out[c] = 0.0f;
+  const SplitMerge merge = merge_splits(lse, lse_stride, splits);
+  for (int c = 0; c < d; ++c) out[c] = 0.0f;
+  if (merge.m == -INFINITY) {
     *lse_out = INFINITY;
     return;
   }
-  float l = 0.0f;  // sum_s exp(L_s - m): step 1's l, with every part's l = 1 moved to m
-  for (int s = 0; s < splits; ++s) l += expf(lse[s * lse_stride] - m);
-  const float log_l = logf(l);
-  for (int c = 0; c < d; ++c) out[c] = 0.0f;
   for (int s = 0; s < splits; ++s) {
-    const float w = expf(lse[s * lse_stride] - m - log_l);  // exp(L_s - L)
-    if (w == 0.0f) continue;                                // an empty part (L_s = -inf), whose O_s is never read
+    const float w = split_weight(merge, lse[s * lse_stride]);
+    if (w == 0.0f) continue;
     for (int c = 0; c < d; ++c) out[c] += w * o[s * o_stride + c];
   }
-  *lse_out = m + log_l;
+  *lse_out = merge.m + merge.log_l;
+}
+
+// ---- which keys a decoding block reads --------------------------------------------------------
+// A sequence of n_q queries and n_k keys aligns its masks bottom-right (FlashAttention's varlen and
+// kv-cache rule): query i stands at key i + n_k - n_q, so that the last query sits at the last key,
+// and it sees keys at - left .. at + right of that place (-1: no bound on that side), within
+// 0 .. n_k - 1. `last < first` when it sees none (a query before the first key under the causal
+// mask, n_q > n_k). Both ends grow with i: the first and last queries of a run of rows bound the
+// keys the whole run needs.
+struct KeySpan {
+  int first = 0, last = -1;
+  FA2_HOST_DEVICE constexpr int count() const { return last >= first ? last - first + 1 : 0; }
+};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeySpan bottom_right_keys(int i, int n_q, int n_k, int left, int right) {
+  const long long at = static_cast<long long>(i) + n_k - n_q;
+  long long first = left >= 0 ? at - left : 0;
+  long long last = right >= 0 ? at + right : n_k - 1;
+  if (first < 0) first = 0;
+  if (last > n_k - 1) last = n_k - 1;
+  if (last < first) return {0, -1};
+  return {static_cast<int>(first), static_cast<int>(last)};
+}
+
+// Part `split` of `splits` of n_tiles tiles of keys: tiles [begin, end), the parts as even as
+// whole tiles allow (their sizes differ by at most one; empty when there are fewer tiles than parts).
+struct TileRange {
+  int begin = 0, end = 0;
+};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr TileRange split_tiles(int n_tiles, int splits, int split) {
+  return {static_cast<int>(static_cast<long long>(n_tiles) * split / splits),
+          static_cast<int>(static_cast<long long>(n_tiles) * (split + 1) / splits)};
 }
 
 }  // namespace fa2::flash

@@ -66,6 +66,25 @@ void run(const BackwardPlan& plan, ::CUstream_st* stream = nullptr);
 void forward(const FlashFwdArgs& args, ::CUstream_st* stream = nullptr);
 void backward(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
 
+// Packed sequences of different lengths, forward only (FlashVarlenArgs): the decoding kernel of
+// sm80/decode.cuh, made for a few queries per sequence (1 to 16) against long caches, packed or
+// paged, on every GPU from sm_80 on (any number of queries runs, 16 query rows of a kv head per
+// block). The plan checks the arguments and chooses how many parts each sequence's keys are cut
+// into (args.num_splits, or enough blocks to fill the GPU once); with more than one the caller
+// gives it partial_floats floats of device memory in plan.args.partial before run(). The index
+// arrays are read on the GPU and trusted: cu_seq_q, cu_seq_k, seqused_k and block_table must
+// describe rows inside q, k and v, with max_q and max_k at least every sequence's lengths
+// (python/fa2_attention/varlen.py checks them before it calls).
+struct VarlenPlan {
+  FlashVarlenArgs args;
+  std::string refused;
+  int splits = 1;
+  index_t partial_floats = 0;
+  bool runs() const { return refused.empty(); }
+};
+VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args);
+void run(const VarlenPlan& plan, ::CUstream_st* stream = nullptr);
+
 // Empty when this build and the current GPU can run the sm90 path (sm_90a code, an sm_90 device),
 // else why not.
 std::string sm90_unavailable();

@@ -1,0 +1,211 @@
+// The product's varlen forward for decoding (sm80/decode.cuh): its argument checks, the plan (how
+// many parts each sequence's keys are cut into, and the workspace of the parts) and the launches of
+// the decoding kernel and, with parts, of their merge.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda/cuda_check.hpp"
+#include "step07_benchmark/kernels/device/launch_params.cuh"
+#include "step07_benchmark/kernels/device/split_kv.hpp"
+#include "step07_benchmark/kernels/product/flash_attention.hpp"
+#include "step07_benchmark/kernels/product/plan.hpp"
+#include "step07_benchmark/kernels/sm80/decode.cuh"
+
+namespace fa2::flash {
+
+namespace {
+
+// The configurations, per head dim: 4 warps, and as many stages as keep a few blocks per SM. At
+// head dim 128 a warp's stage is 8 KB (16 keys of K and V): 3 stages, 100 KB a block, two per SM.
+template <int D>
+using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6)>;
+
+// The least keys of a part: below this a part's fixed costs (Q, the warps' merge, its row of the
+// parts) outweigh its keys.
+constexpr index_t kMinKeysPerPart = 256;
+
+std::string shape_text(const Extents<3>& e) {
+  return "(" + std::to_string(e[0]) + ", " + std::to_string(e[1]) + ", " + std::to_string(e[2]) + ")";
+}
+
+bool rows_aligned(const void* data, const Extents<3>& strides) {
+  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && strides[0] % 8 == 0 && strides[1] % 8 == 0;
+}
+
+std::string varlen_refusal(const FlashVarlenArgs& a) {
+  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16)
+    return "dtype: the decoding kernel takes bfloat16 or float16";
+  if (a.q == nullptr || a.k == nullptr || a.v == nullptr || a.o == nullptr || a.l == nullptr) {
+    return "q, k, v, o, l: every tensor needs an address";
+  }
+  const index_t D = a.q_shape[2];
+  if (D != 32 && D != 64 && D != 128)
+    return "head_dim: the decoding kernel takes 32, 64 or 128, got " + std::to_string(D);
+  if (a.k_shape[2] != D || a.v_shape != a.k_shape) {
+    return "k, v: shapes " + shape_text(a.k_shape) + " and " + shape_text(a.v_shape) +
+           " must be equal, with q's head dim " + std::to_string(D);
+  }
+  if (a.o_shape != a.q_shape) return "o: shape " + shape_text(a.o_shape) + " must be q's " + shape_text(a.q_shape);
+  if (a.k_shape[1] < 1 || a.q_shape[1] % a.k_shape[1] != 0) {
+    return "k: its " + std::to_string(a.k_shape[1]) + " kv heads must divide q's " + std::to_string(a.q_shape[1]) +
+           " heads";
+  }
+  if (a.l_shape[0] != a.q_shape[1] || a.l_shape[1] != a.q_shape[0]) return "l: shape must be (H, T_q)";
+  for (const auto* strides : {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides}) {
+    if ((*strides)[2] != 1) return "strides: the head dim must be contiguous (stride 1) in q, k, v and o";
+  }
+  if (!rows_aligned(a.q, a.q_strides) || !rows_aligned(a.k, a.k_strides) || !rows_aligned(a.v, a.v_strides) ||
+      !rows_aligned(a.o, a.o_strides)) {
+    return "layout: the decoding kernel needs 16-byte aligned rows (base pointers and row and head strides multiples "
+           "of 8)";
+  }
+  if (a.batch < 0 || a.cu_seq_q == nullptr) return "cu_seq_q: batch + 1 offsets are needed (batch >= 0)";
+  if (a.max_q < 0 || a.max_k < 0) return "max_q, max_k: must not be negative";
+  if (a.page_size > 0) {
+    if (a.block_table == nullptr || a.seqused_k == nullptr)
+      return "block_table: a paged cache needs block_table and seqused_k";
+    if (a.block_table_stride < cdiv<index_t>(a.max_k, a.page_size)) {
+      return "block_table: " + std::to_string(a.block_table_stride) +
+             " pages per sequence cannot hold max_k = " + std::to_string(a.max_k) + " keys in pages of " +
+             std::to_string(a.page_size);
+    }
+    if (a.k_shape[0] % a.page_size != 0) return "k: its rows must be whole pages of page_size";
+  } else {
+    if (a.page_size < 0) return "page_size: 0 (packed keys) or the keys per page";
+    if (a.cu_seq_k == nullptr) return "cu_seq_k: packed keys need batch + 1 offsets";
+  }
+  if (a.window.left < -1 || a.window.right < -1) return "window: each bound is -1 (none) or >= 0";
+  const float scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(D));
+  if (!(scale > 0.0f) || !std::isfinite(scale)) return "scale: the decoding kernel needs a positive finite scale";
+  if (a.num_splits < 0 || a.num_splits > 65535) return "num_splits: 0 (the plan's choice) to 65535";
+  // Index arithmetic is 32-bit for rows and keys, 64-bit for addresses.
+  if (a.q_shape[0] >= (index_t{1} << 31) || a.k_shape[0] >= (index_t{1} << 31) || a.max_k >= (index_t{1} << 30)) {
+    return "T_q, T_k, max_k: the decoding kernel takes fewer than 2^31 rows and 2^30 keys per sequence";
+  }
+  const index_t blocks = a.batch * a.k_shape[1] * cdiv<index_t>(a.q_shape[1] / a.k_shape[1] * a.max_q, 16);
+  if (blocks >= (index_t{1} << 31)) return "batch: too many (sequence, kv head, 16 rows) blocks for one grid";
+  return {};
+}
+
+template <class Cfg>
+DecodeParams make_decode_params(const VarlenPlan& plan) {
+  const FlashVarlenArgs& a = plan.args;
+  DecodeParams p{};
+  p.Q = static_cast<const elem16*>(a.q);
+  p.K = static_cast<const elem16*>(a.k);
+  p.V = static_cast<const elem16*>(a.v);
+  p.O = static_cast<elem16*>(a.o);
+  p.L = a.l;
+  p.O_part = a.partial;
+  p.L_part = a.partial == nullptr ? nullptr : a.partial + plan.splits * a.q_shape[0] * a.q_shape[1] * a.q_shape[2];
+  p.cu_seq_q = a.cu_seq_q;
+  p.cu_seq_k = a.page_size > 0 ? nullptr : a.cu_seq_k;
+  p.seqused_k = a.seqused_k;
+  p.block_table = a.block_table;
+  p.stride_qt = a.q_strides[0], p.stride_qh = a.q_strides[1];
+  p.stride_kt = a.k_strides[0], p.stride_kh = a.k_strides[1];
+  p.stride_vt = a.v_strides[0], p.stride_vh = a.v_strides[1];
+  p.stride_ot = a.o_strides[0], p.stride_oh = a.o_strides[1];
+  p.stride_lh = a.l_strides[0], p.stride_lt = a.l_strides[1];
+  p.block_table_stride = a.block_table_stride;
+  p.page_size = static_cast<int>(a.page_size);
+  p.batch = static_cast<int>(a.batch);
+  p.heads = static_cast<int>(a.q_shape[1]);
+  p.kv_heads = static_cast<int>(a.k_shape[1]);
+  p.kv_group = p.heads / p.kv_heads;
+  p.total_q = static_cast<int>(a.q_shape[0]);
+  p.row_chunks = static_cast<int>(cdiv<index_t>(static_cast<index_t>(p.kv_group) * a.max_q, Cfg::BLOCK_M));
+  p.splits = plan.splits;
+  // A bound past every key is no bound: clamp so that the kernel's int arithmetic cannot overflow.
+  const index_t reach = a.max_q + a.max_k;
+  p.window_left = a.window.left < 0 ? -1 : static_cast<int>(std::min(a.window.left, reach));
+  p.window_right = a.window.right < 0 ? -1 : static_cast<int>(std::min(a.window.right, reach));
+  const float scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(a.q_shape[2]));
+  p.scale_log2 = scale * 1.4426950408889634f;
+  return p;
+}
+
+template <class Cfg>
+void launch_decode(const VarlenPlan& plan, cudaStream_t stream) {
+  const DecodeParams p = make_decode_params<Cfg>(plan);
+  const dim3 grid(static_cast<unsigned>(plan.args.batch * p.kv_heads * p.row_chunks), static_cast<unsigned>(p.splits));
+  if (grid.x == 0 || p.total_q == 0) return;
+  static std::atomic<std::uint64_t> opted_in{0};
+  opt_in_shared_memory(decode_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, "decode");
+  decode_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
+  FA2_CUDA_CHECK_LAUNCH();
+  if (p.splits > 1) {
+    const index_t rows = static_cast<index_t>(p.total_q) * p.heads;
+    decode_combine_kernel<Cfg::D, Cfg::FLOAT16><<<static_cast<unsigned>(cdiv<index_t>(rows, 4)), 128, 0, stream>>>(p);
+    FA2_CUDA_CHECK_LAUNCH();
+  }
+}
+
+// Runs fn.template operator()<Cfg>() with the configuration of the arguments' head dim and dtype.
+template <class Fn>
+void with_decode_config(const FlashVarlenArgs& a, Fn&& fn) {
+  const auto by_dtype = [&]<class Cfg>() { with_element_twin<Cfg>(a.dtype, fn); };
+  switch (a.q_shape[2]) {
+    case 32:
+      by_dtype.template operator()<DecodeCfg<32>>();
+      break;
+    case 64:
+      by_dtype.template operator()<DecodeCfg<64>>();
+      break;
+    default:
+      by_dtype.template operator()<DecodeCfg<128>>();
+      break;
+  }
+}
+
+}  // namespace
+
+VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args) {
+  VarlenPlan plan;
+  plan.args = args;
+  plan.refused = varlen_refusal(args);
+  if (!plan.runs()) return plan;
+  std::string why;
+  const DeviceInfo* device = current_device_or(why);
+  if (device == nullptr) {
+    plan.refused = why;
+    return plan;
+  }
+  if (device->cc_major < 8) {
+    plan.refused = "GPU: the decoding kernel needs sm_80 or newer, this one is sm_" + std::to_string(device->cc_major) +
+                   std::to_string(device->cc_minor);
+    return plan;
+  }
+  // The parts: as asked, else enough blocks to fill every SM's resident slots once.
+  int resident = 1;
+  with_decode_config(args, [&]<class Cfg>() {
+    static std::atomic<std::uint64_t> opted_in{0};
+    opt_in_shared_memory(decode_kernel<Cfg>, Cfg::smem_bytes, *device, opted_in, "decode");
+    FA2_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, decode_kernel<Cfg>, Cfg::NUM_THREADS,
+                                                                 Cfg::smem_bytes));
+  });
+  const index_t group = args.q_shape[1] / args.k_shape[1];
+  const long long items = args.batch * args.k_shape[1] * cdiv<index_t>(group * std::max<index_t>(args.max_q, 1), 16);
+  const int key_parts = static_cast<int>(std::min<index_t>(cdiv<index_t>(args.max_k, kMinKeysPerPart), 1 << 20));
+  plan.splits = args.num_splits > 0 ? args.num_splits
+                                    : split_kv_count(items, key_parts, device->sm_count * std::max(resident, 1), 1);
+  plan.partial_floats = plan.splits > 1 ? plan.splits * args.q_shape[0] * args.q_shape[1] * (args.q_shape[2] + 1) : 0;
+  return plan;
+}
+
+void run(const VarlenPlan& plan, cudaStream_t stream) {
+  if (!plan.runs()) throw std::invalid_argument(plan.refused);
+  if (plan.splits > 1 && plan.args.partial == nullptr) {
+    throw std::invalid_argument("partial: this plan cuts the keys into " + std::to_string(plan.splits) +
+                                " parts and needs plan.partial_floats floats of workspace");
+  }
+  with_decode_config(plan.args, [&]<class Cfg>() { launch_decode<Cfg>(plan, stream); });
+}
+
+}  // namespace fa2::flash
