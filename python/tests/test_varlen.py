@@ -313,8 +313,10 @@ def test_cuda_deterministic_gives_the_same_bits():
         assert_finite("gradient", g)
 
 
-# Decoding on the GPU: sequences of 1 to 16 queries (and an empty one) against caches of 0 to a few
-# thousand keys, which kernel="fast" runs on the decoding kernel (fa2::varlen_decode) in one launch.
+
+# The decoding kernel on the GPU (torch.ops.fa2.varlen_decode, step07_benchmark/kernels/sm80/decode.cuh):
+# sequences of 1 to 16 queries (and an empty one) against caches of 0 to a few thousand keys, packed
+# or paged, in one launch (two with parts). Rows past the last sequence are the caller's.
 DECODE_QUERIES = [1, 16, 3, 0, 5, 1, 7]
 DECODE_CACHE = [2000, 300, 0, 50, 3, 1, 4097]
 
@@ -323,25 +325,24 @@ DECODE_CACHE = [2000, 300, 0, 50, 3, 1, 4097]
 @pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
 @pytest.mark.parametrize("dim, heads, kv_heads", [(64, 8, 2), (128, 32, 4), (32, 4, 4)], ids=["d64g4", "d128g8", "d32mha"])
 @pytest.mark.parametrize("window", [(-1, 0), (-1, -1), (100, 0)], ids=["causal", "full", "w100"])
-@pytest.mark.parametrize("page_size, num_splits", [(0, None), (0, 1), (16, 5), (96, None), (256, 64)],
+@pytest.mark.parametrize("page_size, num_splits", [(0, 0), (0, 1), (16, 5), (96, 0), (256, 64)],
                          ids=["packed", "packed-1part", "p16-5parts", "p96", "p256-64parts"])
 def test_cuda_decoding_kernel_matches_float64(dtype_name, dim, heads, kv_heads, window, page_size, num_splits):
     generator = torch.Generator().manual_seed(dim + page_size)
     dtype = dtype_of(dtype_name)
     queries, used = DECODE_QUERIES, DECODE_CACHE
-    spare = 2  # rows of query past the last sequence: out 0, lse +inf
-    query = torch.randn(sum(queries) + spare, heads, dim, generator=generator).to(dtype)
+    owned = sum(queries)
+    query = torch.randn(owned + 2, heads, dim, generator=generator).to(dtype)
     cu_q = torch.tensor([0] + list(accumulate(queries)), dtype=torch.int32)
     # The packed keys hold 3 rows more than each sequence uses (seqused_k).
     cu_k = torch.tensor([0] + list(accumulate(u + 3 for u in used)), dtype=torch.int32)
     key = torch.randn(int(cu_k[-1]), kv_heads, dim, generator=generator).to(dtype)
     value = torch.randn(int(cu_k[-1]), kv_heads, dim, generator=generator).to(dtype)
-    seqused = torch.tensor(used, dtype=torch.int32)
-    common = dict(window_size=window, enable_gqa=heads != kv_heads, seqused_k=seqused.cuda(), num_splits=num_splits,
-                  kernel="fast", return_aux=fa2_attention.AuxRequest(lse=True))
+    seqused = torch.tensor(used, dtype=torch.int32, device="cuda")
     if page_size == 0:
-        out, lse = fa2_attention.varlen_attn(query.cuda(), key.cuda(), value.cuda(), cu_q.cuda(), cu_k.cuda(),
-                                             max(queries), max(u + 3 for u in used), **common)
+        out, lse = torch.ops.fa2.varlen_decode(query.cuda(), key.cuda(), value.cuda(), cu_q.cuda(), cu_k.cuda(),
+                                               seqused, None, max(queries), max(u + 3 for u in used), None,
+                                               window[0], window[1], num_splits)
     else:  # the same keys in pages, shuffled
         pages_per_seq = max(math.ceil(u / page_size) for u in used)
         n_pages = len(used) * pages_per_seq + 1
@@ -354,24 +355,25 @@ def test_cuda_decoding_kernel_matches_float64(dtype_name, dim, heads, kv_heads, 
                 page, row = int(table[b, t // page_size]), t % page_size
                 cache_k[page, row] = key[int(cu_k[b]) + t]
                 cache_v[page, row] = value[int(cu_k[b]) + t]
-        out, lse = fa2_attention.varlen_attn(query.cuda(), cache_k.cuda(), cache_v.cuda(), cu_q.cuda(), None,
-                                             max(queries), max(used), block_table=table.cuda(), **common)
+        out, lse = torch.ops.fa2.varlen_decode(query.cuda(), cache_k.cuda(), cache_v.cuda(), cu_q.cuda(), None,
+                                               seqused, table.cuda(), max(queries), max(used), None, window[0],
+                                               window[1], num_splits)
     out_ref, lse_ref, _ = reference(query, key, value, torch.zeros_like(query), cu_q, cu_k, window, used=used)
-    assert_forward_close("decoding out vs float64", out.cpu(), out_ref, dtype_name)
+    out, lse, out_ref, lse_ref = out.cpu()[:owned], lse.cpu()[:, :owned], out_ref[:owned], lse_ref[:, :owned]
+    assert_forward_close("decoding out vs float64", out, out_ref, dtype_name)
     no_key = torch.isinf(lse_ref)
-    assert torch.equal(torch.isinf(lse.cpu()), no_key), "lse is +inf exactly where a query sees no key"
-    torch.testing.assert_close(lse.cpu()[~no_key].to(torch.float64), lse_ref[~no_key], atol=1e-3, rtol=1e-3)
-    assert out.cpu()[no_key.any(dim=0)].abs().max().item() == 0, "a query that sees no key must give 0"
+    assert torch.equal(torch.isinf(lse), no_key), "lse is +inf exactly where a query sees no key"
+    torch.testing.assert_close(lse[~no_key].to(torch.float64), lse_ref[~no_key], atol=1e-3, rtol=1e-3)
+    assert out[no_key.any(dim=0)].abs().max().item() == 0, "a query that sees no key must give 0"
 
 
 @pytest.mark.cuda
-def test_cuda_decoding_kernel_gives_the_dense_paths_answer_and_gradients_flow():
-    # 16 queries per sequence is still the decoding kernel's; its out and lse feed the dense backward.
-    lengths = [(16, 700), (1, 33), (9, 9)]
-    inputs = packed(lengths, 8, 2, 64, torch.bfloat16, "cuda")
-    fast = run(*inputs, (-1, 0), lengths, enable_gqa=True, kernel="fast")
-    step05 = run(*inputs, (-1, 0), lengths, enable_gqa=True, kernel="step05")
-    torch.testing.assert_close(fast[0].float(), step05[0].float(), atol=2e-2, rtol=2e-2)
-    torch.testing.assert_close(fast[1], step05[1], atol=1e-3, rtol=1e-3)
-    for a, b in zip(fast[2], step05[2]):
-        torch.testing.assert_close(a.float(), b.float(), atol=5e-2, rtol=5e-2)
+def test_cuda_decoding_kernel_refuses_what_it_cannot_run():
+    q = torch.randn(2, 4, 48, dtype=torch.bfloat16, device="cuda")
+    cu = torch.tensor([0, 1, 2], dtype=torch.int32, device="cuda")
+    with pytest.raises(RuntimeError, match="head_dim: the decoding kernel takes 32, 64 or 128, got 48"):
+        torch.ops.fa2.varlen_decode(q, q, q, cu, cu, None, None, 1, 1, None, -1, 0, 0)
+    with pytest.raises(RuntimeError, match="bfloat16 or float16"):
+        torch.ops.fa2.varlen_decode(q.float(), q.float(), q.float(), cu, cu, None, None, 1, 1, None, -1, 0, 0)
+    with pytest.raises(RuntimeError, match="num_splits"):
+        torch.ops.fa2.varlen_decode(q[..., :32], q[..., :32], q[..., :32], cu, cu, None, None, 1, 1, None, -1, 0, -1)

@@ -1,11 +1,13 @@
 // Split-KV's combine (kernels/device/split_kv.hpp) on the host: one attention row whose keys are cut
 // into parts, each part's O_s and L_s computed in float64 and stored as float32 (as a part's block
 // would write them), then combined, against the whole row in float64. Also how many parts a
-// decoding batch is cut into.
+// decoding batch is cut into, and the decoding kernel's schedule (sm80/decode.cuh) walked as its
+// blocks and warps walk it: every key a query sees is read and counted exactly once.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <limits>
 #include <random>
 #include <vector>
@@ -100,5 +102,76 @@ TEST_SUITE("variants") {
     CHECK(split_kv_count(1, 1, 132) == 1);         // one block of keys cannot be cut
     CHECK(split_kv_count(264, 1024, 132) == 1);    // exactly two per SM already
     CHECK(split_kv_count(263, 1024, 132) == 2);
+  }
+
+  TEST_CASE("the decoding schedule counts every key a query sees once, and masks off the others") {
+    using namespace fa2::flash;
+    // sm80/decode.cuh's shape: blocks of 16 (query, head) rows, 4 warps, tiles of 16 keys.
+    constexpr int kRows = 16, kWarps = 4, kTile = 16;
+    std::mt19937 rng(45);
+    std::uniform_int_distribution<int> queries(0, 20), keys(0, 300);
+    int cases = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      const int n_q = queries(rng), n_k = keys(rng);
+      for (const auto& [left, right] : {std::pair{-1, -1}, std::pair{-1, 0}, std::pair{40, 0}, std::pair{0, 0},
+                                        std::pair{3, 2}, std::pair{-1, 5}, std::pair{7, -1}}) {
+        for (const int group : {1, 3, 8}) {
+          const int splits = std::vector<int>{1, 2, 5, 40}[static_cast<std::size_t>(trial % 4)];
+          INFO("n_q ", n_q, ", n_k ", n_k, ", window (", left, ", ", right, "), group ", group, ", ", splits, " parts");
+          // What query i sees, written out: i stands at key i + n_k - n_q.
+          const auto sees = [&](int i, int key) {
+            const int at = i + n_k - n_q;
+            return key >= 0 && key < n_k && (left < 0 || key >= at - left) && (right < 0 || key <= at + right);
+          };
+          const int rows = n_q * group;
+          std::vector<int> counted(static_cast<std::size_t>(rows) * static_cast<std::size_t>(n_k + kTile), 0);
+          bool stray = false;  // a key counted that the query does not see, or past the block's keys
+          for (int row0 = 0; row0 < rows; row0 += kRows) {
+            const int i_first = row0 / group, i_last = (std::min(rows, row0 + kRows) - 1) / group;
+            const BlockKeys block = decode_block_keys(i_first, i_last, n_q, n_k, left, right, kTile);
+            std::vector<int> dealt(static_cast<std::size_t>(block.tiles), 0);
+            for (int split = 0; split < splits; ++split) {
+              const TileRange part = split_tiles(block.tiles, splits, split);
+              for (int warp = 0; warp < kWarps; ++warp) {
+                for (int j = 0; j < warp_tile_count(part, warp, kWarps); ++j) {
+                  const int tile = part.begin + warp + j * kWarps;
+                  ++dealt[static_cast<std::size_t>(tile)];
+                  const int k0 = block.keys.first + tile * kTile;
+                  const bool no_mask = k0 >= block.unmasked.first && k0 + kTile - 1 <= block.unmasked.last;
+                  for (int row = row0; row < std::min(rows, row0 + kRows); ++row) {
+                    const int i = row / group;
+                    const KeySpan span = bottom_right_keys(i, n_q, n_k, left, right);
+                    for (int key = k0; key < k0 + kTile; ++key) {
+                      if (!no_mask && (key < span.first || key > span.last)) continue;
+                      // Keys past block.keys.last are zeros in shared memory: counting one is a bug.
+                      if (key > block.keys.last || !sees(i, key)) stray = true;
+                      if (key >= 0 && key < n_k + kTile) {
+                        ++counted[static_cast<std::size_t>(row) * static_cast<std::size_t>(n_k + kTile) +
+                                  static_cast<std::size_t>(key)];
+                      }
+                    }
+                  }
+                }
+              }
+            }
+            CHECK(std::all_of(dealt.begin(), dealt.end(), [](int n) { return n == 1; }));
+          }
+          CHECK_FALSE(stray);
+          int wrong = 0;
+          for (int row = 0; row < rows; ++row) {
+            for (int key = 0; key < n_k + kTile; ++key) {
+              const int want = sees(row / group, key) ? 1 : 0;
+              if (counted[static_cast<std::size_t>(row) * static_cast<std::size_t>(n_k + kTile) +
+                          static_cast<std::size_t>(key)] != want) {
+                ++wrong;
+              }
+            }
+          }
+          CHECK(wrong == 0);
+          ++cases;
+        }
+      }
+    }
+    CHECK(cases == 400 * 7 * 3);
   }
 }

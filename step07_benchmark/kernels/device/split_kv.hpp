@@ -91,6 +91,30 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr KeySpan bottom_right_keys(int i, int 
   return {static_cast<int>(first), static_cast<int>(last)};
 }
 
+// The keys a decoding block reads, for its queries i_first .. i_last of a sequence (n_q, n_k): from
+// the first key of its first query that sees one (only a run of first queries can see none: the
+// causal bound before the first key, when n_q > n_k) to the last key of its last query, in `tiles`
+// tiles of `tile` keys from keys.first. Keys in `unmasked` are seen by every query of the block: a
+// tile inside it needs no mask (none is unmasked when a query of the block sees no key at all).
+struct BlockKeys {
+  KeySpan keys;
+  int tiles = 0;
+  KeySpan unmasked;
+};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr BlockKeys decode_block_keys(int i_first, int i_last, int n_q, int n_k,
+                                                                       int left, int right, int tile) {
+  const long long first_seeing = right >= 0 ? static_cast<long long>(n_q) - n_k - right : 0;
+  const int i_seeing = first_seeing > i_first ? static_cast<int>(first_seeing < n_q ? first_seeing : n_q) : i_first;
+  const KeySpan first_q = i_seeing <= i_last ? bottom_right_keys(i_seeing, n_q, n_k, left, right) : KeySpan{};
+  if (first_q.count() == 0) return {};
+  const KeySpan last_q = bottom_right_keys(i_last, n_q, n_k, left, right);
+  BlockKeys b;
+  b.keys = {first_q.first, last_q.last};
+  b.tiles = (b.keys.last - b.keys.first + tile) / tile;
+  if (i_seeing == i_first) b.unmasked = {last_q.first, first_q.last};
+  return b;
+}
+
 // Part `split` of `splits` of n_tiles tiles of keys: tiles [begin, end), the parts as even as
 // whole tiles allow (their sizes differ by at most one; empty when there are fewer tiles than parts).
 struct TileRange {
@@ -99,6 +123,13 @@ struct TileRange {
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr TileRange split_tiles(int n_tiles, int splits, int split) {
   return {static_cast<int>(static_cast<long long>(n_tiles) * split / splits),
           static_cast<int>(static_cast<long long>(n_tiles) * (split + 1) / splits)};
+}
+
+// A part's tiles dealt to `warps` warps in turn: warp w takes part.begin + w + j * warps for
+// j = 0 .. warp_tile_count - 1.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int warp_tile_count(TileRange part, int warp, int warps) {
+  const int n = part.end - part.begin;
+  return n > warp ? (n - warp + warps - 1) / warps : 0;
 }
 
 }  // namespace fa2::flash

@@ -118,20 +118,12 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   const int key_row0 = p.cu_seq_k != nullptr ? p.cu_seq_k[b] : 0;
   const int n_k = p.seqused_k != nullptr ? p.seqused_k[b] : p.cu_seq_k[b + 1] - key_row0;
 
-  // Row r of the block is (query i, query head kv_head * g + h) with row0 + r = i * g + h. Each
-  // query's first and last key grow with i, and only a run of first queries can see no key (the
-  // causal bound before the first key, when n_q > n_k): the first query that sees one and the
-  // last query bound the keys the block reads.
+  // Row r of the block is (query i, query head kv_head * g + h) with row0 + r = i * g + h: its
+  // queries are i_first .. i_last, and split_kv.hpp's decode_block_keys says which keys they read.
   const int i_first = row0 / g, i_last = (min(rows, row0 + Cfg::BLOCK_M) - 1) / g;
-  const long long first_seeing = p.window_right >= 0 ? static_cast<long long>(n_q) - n_k - p.window_right : 0;
-  const int i_seeing =
-      first_seeing > i_first ? static_cast<int>(min(first_seeing, static_cast<long long>(n_q))) : i_first;
-  const KeySpan first_q =
-      i_seeing <= i_last ? bottom_right_keys(i_seeing, n_q, n_k, p.window_left, p.window_right) : KeySpan{};
-  const KeySpan last_q = bottom_right_keys(i_last, n_q, n_k, p.window_left, p.window_right);
-  const int k_first = first_q.first, k_last = last_q.last;
-  const int n_tiles = first_q.count() > 0 ? (k_last - k_first + BN) / BN : 0;
-  const TileRange part = split_tiles(n_tiles, p.splits, split);
+  const BlockKeys block = decode_block_keys(i_first, i_last, n_q, n_k, p.window_left, p.window_right, BN);
+  const int k_first = block.keys.first, k_last = block.keys.last;
+  const TileRange part = split_tiles(block.tiles, p.splits, split);
 
   // Q's 16 rows, for every warp (rows past the sequence's are zeros and are never written).
   for (int i = static_cast<int>(threadIdx.x); i < Cfg::BLOCK_M * Cfg::CHUNKS; i += Cfg::NUM_THREADS) {
@@ -145,7 +137,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
 
   // This warp's tiles of the part: w, w + NW, ...; tile t holds keys k_first + 16 t .. + 15.
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
-  const int my_tiles = part.end - part.begin > warp ? (part.end - part.begin - warp + NW - 1) / NW : 0;
+  const int my_tiles = warp_tile_count(part, warp, NW);
   elem16* sK = stages + warp * S * 2 * Cfg::TILE_ELEMS;  // S stages of K, then S of V
   elem16* sV = sK + S * Cfg::TILE_ELEMS;
   const index_t kv_col = static_cast<index_t>(kv_head);
@@ -190,10 +182,6 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
     const int row = row0 + lane / 4 + 8 * h;
     span[h] = row < rows ? bottom_right_keys(row / g, n_q, n_k, p.window_left, p.window_right) : KeySpan{0, k_last};
   }
-  // Tiles inside [inner_first, inner_last] are seen whole by every row of the block: no mask (none
-  // is unmasked when a row of the block sees no key at all).
-  const int inner_first = last_q.first, inner_last = i_seeing == i_first ? first_q.last : -1;
-
   RowState<Cfg> st;
   init_row_state<Cfg>(st);
   for (int j = 0; j < my_tiles; ++j) {
@@ -205,7 +193,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
     const int stage = j % S;
     ScoreFrags<Cfg> s;
     compute_scores<Cfg>(s, qf, sQ, sK + stage * Cfg::TILE_ELEMS, w);
-    if (k0 < inner_first || k0 + BN - 1 > inner_last) mask_to_spans<Cfg>(s, k0, span, lane);
+    if (k0 < block.unmasked.first || k0 + BN - 1 > block.unmasked.last) mask_to_spans<Cfg>(s, k0, span, lane);
     online_softmax<Cfg>(s, st, p.scale_log2);
     accumulate_pv<Cfg>(st, s, sV + stage * Cfg::TILE_ELEMS, lane);
   }
