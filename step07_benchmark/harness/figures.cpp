@@ -22,6 +22,7 @@
 #include "common/svg_plot.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
 #include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/split_kv.hpp"
 #include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 
 namespace fa2::bench::figures {
@@ -686,6 +687,64 @@ std::string causal_alignment_svg() {
   return s.finish();
 }
 
+std::string split_kv_svg() {
+  // One (sequence, kv head) of a decoding batch: a cache of kKeys keys in tiles of 16, cut into
+  // kParts parts (split_kv.hpp's split_tiles), each part's tiles dealt to 4 warps in turn
+  // (warp_tile_count), as sm80/decode.cuh walks them.
+  constexpr int kKeys = 600, kTile = 16, kParts = 3, kWarps = 4;
+  constexpr double left = 40, bar_y = 150, cell = 24, block_y = 260, block_h = 150, merge_y = 470;
+  const fa2::flash::BlockKeys block = fa2::flash::decode_block_keys(0, 0, 1, kKeys, -1, 0, kTile);
+  const int tiles = block.tiles;
+  Svg s(static_cast<int>(left + tiles * cell + 60), 600, "split-KV decoding: one long cache over several blocks");
+  s.heading(
+      "Decoding with split-KV: a long cache in parts, one block each, merged by logsumexp",
+      {"One query and the 4 query heads that share a kv head are 4 rows of one block (each key is read once "
+       "for the group); " +
+           std::to_string(kKeys) + " keys in " + std::to_string(tiles) + " tiles of " + std::to_string(kTile) + ",",
+       "cut into " + std::to_string(kParts) +
+           " parts (split_tiles); in a block, warp w takes tiles w, w + 4, ... of its part (warp_tile_count), "
+           "with its own stages and softmax state."});
+  s.text(left, bar_y - 12, "the cache of one (sequence, kv head): key tiles, coloured by part, labelled by warp", 12);
+  for (int part = 0; part < kParts; ++part) {
+    const fa2::flash::TileRange r = fa2::flash::split_tiles(tiles, kParts, part);
+    for (int warp = 0; warp < kWarps; ++warp) {
+      for (int j = 0; j < fa2::flash::warp_tile_count(r, warp, kWarps); ++j) {
+        const int tile = r.begin + warp + j * kWarps;
+        s.rect(left + tile * cell, bar_y, cell - 2, 34, kLight[static_cast<std::size_t>(part)], "#555", 0.8,
+               attr("data-tile", tile) + " " + attr("data-part", part) + " " + attr("data-warp", warp));
+        s.text(left + (tile + 0.5) * cell - 1, bar_y + 22, "w" + std::to_string(warp), 10, "middle");
+      }
+    }
+    // The part's block: its warps' states, merged in shared memory into O_s and L_s.
+    const double bx = left + r.begin * cell, bw = (r.end - r.begin) * cell - 6;
+    s.open_group("part");
+    s.line(bx + bw / 2, bar_y + 36, bx + bw / 2, block_y, "#777", 1.0);
+    s.rect(
+        bx, block_y, bw, block_h, kLight[static_cast<std::size_t>(part)], "#333", 1.2,
+        attr("data-block", part) + " " + attr("data-first-tile", r.begin) + " " + attr("data-tiles", r.end - r.begin));
+    s.text(bx + 8, block_y + 20, "block (b, kv head, part " + std::to_string(part) + ") on an SM", 12, "start",
+           "font-weight=\"bold\"");
+    s.text(bx + 8, block_y + 42,
+           "keys " + std::to_string(block.keys.first + r.begin * kTile) + " .. " +
+               std::to_string(std::min(block.keys.last, block.keys.first + r.end * kTile - 1)),
+           11);
+    s.text(bx + 8, block_y + 64, "4 warps: (m_w, l_w, O_w) each", 11);
+    s.text(bx + 8, block_y + 86, "merged: weights 2^(m_w - max m)", 11);
+    s.text(bx + 8, block_y + 112, "writes O_" + std::to_string(part) + " and L_" + std::to_string(part), 12, "start",
+           "font-weight=\"bold\"");
+    s.arrow(bx + bw / 2, block_y + block_h, left + tiles * cell / 2, merge_y - 4, "#333", 1.2);
+    s.close_group();
+  }
+  s.rect(left + tiles * cell / 2 - 260, merge_y, 520, 56, "#f4f4f4", "#333", 1.2, attr("data-merge", kParts));
+  s.text(left + tiles * cell / 2, merge_y + 22, "the combine kernel, one warp per (query, head): step 1's merge", 12,
+         "middle", "font-weight=\"bold\"");
+  s.text(left + tiles * cell / 2, merge_y + 44, "L = log sum_s exp(L_s),   O = sum_s exp(L_s - L) O_s", 12, "middle");
+  s.notes(merge_y + 82, {"Decoding reads every key and value once and does little with each: its time is the bytes of "
+                         "K and V over the memory bandwidth.",
+                         "Without the split this cache would be one block on one SM."});
+  return s.finish();
+}
+
 std::string roofline_svg(const std::vector<RooflinePoint>& points, const CeilingsLine& ceilings, const Problem& p,
                          const std::string& source) {
   constexpr double left = 80, top = 96, pw = 560, ph = 470;
@@ -863,6 +922,8 @@ std::vector<Figure> all_figures(const FigureInputs& in) {
       {"cp_async_pipeline.svg", "the key loop's cp.async schedule: one stage, two stages, split K/V waits",
        cp_async_pipeline_svg(in.results, in.problem)},
       {"causal_alignment.svg", "top-left and bottom-right causal masks for N_q != N_k", causal_alignment_svg()},
+      {"split_kv.svg", "split-KV decoding: a long cache's parts, their blocks and warps, and the merge",
+       split_kv_svg()},
       {"roofline.svg", "roofline with " + std::to_string(points.size()) + " measured points at " + in.problem.label(),
        roofline_svg(points, in.ceilings, in.problem, in.source)},
   };

@@ -22,6 +22,7 @@
 #include "step07_benchmark/harness/bench_report.hpp"
 #include "step07_benchmark/harness/figures.hpp"
 #include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/split_kv.hpp"
 #include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 
 using namespace fa2::bench;
@@ -165,7 +166,7 @@ TEST_SUITE("figures") {
     CHECK(svg_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"x\" width=\"1\" height=\"1\" "
                       "viewBox=\"0 0 1 1\"><g></svg>\n") == "</svg> closes <g>");
     const auto figures = all_figures(committed_inputs());
-    REQUIRE(figures.size() == 6);
+    REQUIRE(figures.size() == 7);
     for (const auto& f : figures) {
       INFO(f.file);
       CHECK(svg_problem(f.svg) == "");
@@ -405,6 +406,26 @@ TEST_SUITE("figures") {
     // The figure marks the rows with no visible key: two of them (N_q = 5, N_k = 3, bottom-right).
     const std::string svg = causal_alignment_svg();
     CHECK(elements_with(svg, ">no key<").size() == 2);
+  }
+
+  TEST_CASE("figures: split-KV deals every key tile to one part and one warp, as the decoding kernel does") {
+    const std::string svg = split_kv_svg();
+    CHECK(svg_problem(svg).empty());
+    const auto tiles = elements_with(svg, "data-tile=");
+    REQUIRE(tiles.size() == 38);  // 600 keys in tiles of 16
+    std::vector<int> seen(38, 0);
+    for (const std::string& e : tiles) {
+      const int tile = std::stoi(attribute(e, "data-tile")), part = std::stoi(attribute(e, "data-part"));
+      const int warp = std::stoi(attribute(e, "data-warp"));
+      ++seen[static_cast<std::size_t>(tile)];
+      const fa2::flash::TileRange r = fa2::flash::split_tiles(38, 3, part);
+      CHECK(tile >= r.begin);
+      CHECK(tile < r.end);
+      CHECK((tile - r.begin) % 4 == warp);
+    }
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    CHECK(elements_with(svg, "data-block=").size() == 3);
+    CHECK(elements_with(svg, "data-merge=\"3\"").size() == 1);
   }
 
   TEST_CASE("figures: a fully masked row gives step05's sentinel an average and v5's -inf a NaN only at the end") {

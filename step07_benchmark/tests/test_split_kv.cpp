@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "step07_benchmark/kernels/device/split_kv.hpp"
