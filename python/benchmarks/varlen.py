@@ -17,6 +17,8 @@ Decoding (--mode decode): one query per sequence against a cache, H 32/8, D 128,
 (B, cache) points of --points; the forward of
   varlen        fa2_attention.varlen_attn(kernel="fast") with the cache packed (seqused_k = cache)
   paged-P       the same cache in pages of P keys (block_table), for each page size of --page-sizes
+  decode, decode-paged-P   the decoding kernel's operator (torch.ops.fa2.varlen_decode) on the same
+                packed and paged caches, its parts chosen by its plan
   sdpa          F.scaled_dot_product_attention(q, k, v, enable_gqa=True), (B, H, 1, D) against
                 (B, H_kv, cache, D)
   fa4, fa4-paged-P   flash_attn_varlen_func on the dense cache, and with page_table
@@ -147,6 +149,10 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
         "varlen": (lambda: fa2_attention.varlen_attn(q, k, v, cu_q, cu_k, 1, cache, window_size=(-1, 0),
                                                      enable_gqa=True, kernel="fast"), [()]),
     }
+    # The decoding kernel itself (fa2::varlen_decode): one launch over the batch, two with split-KV.
+    ops = torch.ops.fa2
+    variants["decode"] = (lambda: ops.varlen_decode(q, k, v, cu_q, cu_k, None, None, 1, cache, None, -1, 0, 0)[0],
+                          [()])
     # SDPA: (B, H, 1, D) against (B, H_kv, cache, D), views of the same memory.
     q4 = q.unsqueeze(2)
     k4, v4 = (t.view(batch, cache, kv_heads, dim).transpose(1, 2) for t in (k, v))
@@ -167,6 +173,9 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
             (lambda pk, pv, tb: lambda: fa2_attention.varlen_attn(q, pk, pv, cu_q, None, 1, cache, window_size=(-1, 0),
                                                                   enable_gqa=True, seqused_k=used, block_table=tb,
                                                                   kernel="fast"))(pool_k, pool_v, table), [()])
+        variants[f"decode-paged-{page_size}"] = (
+            (lambda pk, pv, tb: lambda: ops.varlen_decode(q, pk, pv, cu_q, None, used, tb, 1, cache, None, -1, 0, 0)[0])(
+                pool_k, pool_v, table), [()])
         if "fa4" in found:
             variants[f"fa4-paged-{page_size}"] = (
                 (lambda pk, pv, tb: lambda: first_output(found["fa4"](q, pk, pv, cu_seqlens_q=cu_q, max_seqlen_q=1,
