@@ -8,6 +8,7 @@ The CPU tests need torch and the library; the CUDA ones a GPU.
 """
 
 import math
+import random
 import re
 
 import pytest
@@ -105,10 +106,10 @@ def run(query, key, value, dout, cu_q, cu_k, window, lengths, **kwargs):
     return out.detach(), lse, grads
 
 
-def check_against_reference(dtype_name, window, kv_heads, device="cpu", **kwargs):
+def check_against_reference(dtype_name, window, kv_heads, device="cpu", lengths=LENGTHS, seed=0, **kwargs):
     dtype = dtype_of(dtype_name)
-    inputs = packed(LENGTHS, 4, kv_heads, 32, dtype, device)
-    out, lse, grads = run(*inputs, window, LENGTHS, enable_gqa=kv_heads != 4, **kwargs)
+    inputs = packed(lengths, 4, kv_heads, 32, dtype, device, seed=seed)
+    out, lse, grads = run(*inputs, window, lengths, enable_gqa=kv_heads != 4, **kwargs)
     out_ref, lse_ref, grads_ref = reference(*inputs, window)
     assert_forward_close("out vs float64", out.cpu(), out_ref, dtype_name)
     assert lse.shape == (4, inputs[0].shape[0]) and lse.dtype == torch.float32
@@ -125,6 +126,19 @@ def check_against_reference(dtype_name, window, kv_heads, device="cpu", **kwargs
 @pytest.mark.parametrize("kv_heads", [4, 2, 1], ids=["mha", "gqa2", "mqa"])
 def test_cpu_matches_float64_sequence_by_sequence(dtype_name, window, kv_heads):
     check_against_reference(dtype_name, window, kv_heads)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_cpu_matches_float64_on_random_length_mixes(seed):
+    # 1 to 8 sequences whose query and key counts are drawn apart, 0 and 1 often among them; a
+    # window, a group size and a dtype drawn too.
+    rng = random.Random(seed)
+    pick = [0, 1, 1, 2, 7, 16, 33, 50]
+    lengths = [(rng.choice(pick), rng.choice(pick)) for _ in range(rng.randint(0, 7))]
+    # One sequence with queries and keys at least: its last query sees its last key under every window.
+    lengths.insert(rng.randint(0, len(lengths)), (rng.choice(pick[1:]), rng.choice(pick[1:])))
+    window = rng.choice(WINDOWS)
+    check_against_reference(rng.choice(DTYPES), window, rng.choice([4, 2, 1]), lengths=lengths, seed=seed)
 
 
 def test_the_dense_calls_see_exactly_the_bottom_right_mask():
