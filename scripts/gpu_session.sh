@@ -48,7 +48,8 @@
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
 #   scripts/gpu_session.sh decode   [OUT]  the decoding kernel in one call: its GPU tests, memcheck,
-#                                          racecheck and synccheck on its float16 case, test_varlen.py,
+#                                          racecheck and synccheck on its float16 case, step07_decode_bench
+#                                          (its configurations, packed and in pages of 64), test_varlen.py,
 #                                          then python/benchmarks/varlen.py --mode decode (DECODE_ARGS)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
@@ -57,7 +58,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,56p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,57p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -330,7 +331,7 @@ phase_package() {
 
 phase_decode() {
   local bin=step07_benchmark/step07_decode_gpu_tests rc=0 ops="$build/python/libfa2_torch_ops.so"
-  local targets=(step07_decode_gpu_tests)
+  local targets=(step07_decode_gpu_tests step07_decode_bench)
   if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
   configure_and_build "${targets[@]}"
   log "GPU tests of the decoding kernel"
@@ -341,6 +342,12 @@ phase_decode() {
   grep -E "ERROR|FAILED|timed out" "$out/decode_tests.log" | head -n 20
   for tool in memcheck racecheck synccheck; do
     sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
+  done
+  for pages in 0 64; do
+    log "step07_decode_bench --page-size=$pages"
+    timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" --csv="$out/decode_bench_p$pages.csv" \
+      > "$out/decode_bench_p$pages.md" 2>&1 || status=1
+    cat "$out/decode_bench_p$pages.md"
   done
   if [ -f "$ops" ]; then
     log "pytest: test_varlen.py"

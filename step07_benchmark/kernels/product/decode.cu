@@ -4,18 +4,15 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
-#include "common/cuda/cuda_check.hpp"
 #include "step07_benchmark/kernels/device/launch_params.cuh"
-#include "step07_benchmark/kernels/device/split_kv.hpp"
 #include "step07_benchmark/kernels/product/flash_attention.hpp"
 #include "step07_benchmark/kernels/product/plan.hpp"
-#include "step07_benchmark/kernels/sm80/decode.cuh"
+#include "step07_benchmark/kernels/sm80/decode_launch.cuh"
 
 namespace fa2::flash {
 
@@ -25,10 +22,6 @@ namespace {
 // head dim 128 a warp's stage is 8 KB (16 keys of K and V): 3 stages, 100 KB a block, two per SM.
 template <int D>
 using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6)>;
-
-// The least keys of a part: below this a part's fixed costs (Q, the warps' merge, its row of the
-// parts) outweigh its keys.
-constexpr index_t kMinKeysPerPart = 256;
 
 std::string shape_text(const Extents<3>& e) {
   return "(" + std::to_string(e[0]) + ", " + std::to_string(e[1]) + ", " + std::to_string(e[2]) + ")";
@@ -93,60 +86,6 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
   return {};
 }
 
-template <class Cfg>
-DecodeParams make_decode_params(const VarlenPlan& plan) {
-  const FlashVarlenArgs& a = plan.args;
-  DecodeParams p{};
-  p.Q = static_cast<const elem16*>(a.q);
-  p.K = static_cast<const elem16*>(a.k);
-  p.V = static_cast<const elem16*>(a.v);
-  p.O = static_cast<elem16*>(a.o);
-  p.L = a.l;
-  p.O_part = a.partial;
-  p.L_part = a.partial == nullptr ? nullptr : a.partial + plan.splits * a.q_shape[0] * a.q_shape[1] * a.q_shape[2];
-  p.cu_seq_q = a.cu_seq_q;
-  p.cu_seq_k = a.page_size > 0 ? nullptr : a.cu_seq_k;
-  p.seqused_k = a.seqused_k;
-  p.block_table = a.block_table;
-  p.stride_qt = a.q_strides[0], p.stride_qh = a.q_strides[1];
-  p.stride_kt = a.k_strides[0], p.stride_kh = a.k_strides[1];
-  p.stride_vt = a.v_strides[0], p.stride_vh = a.v_strides[1];
-  p.stride_ot = a.o_strides[0], p.stride_oh = a.o_strides[1];
-  p.stride_lh = a.l_strides[0], p.stride_lt = a.l_strides[1];
-  p.block_table_stride = a.block_table_stride;
-  p.page_size = static_cast<int>(a.page_size);
-  p.batch = static_cast<int>(a.batch);
-  p.heads = static_cast<int>(a.q_shape[1]);
-  p.kv_heads = static_cast<int>(a.k_shape[1]);
-  p.kv_group = p.heads / p.kv_heads;
-  p.total_q = static_cast<int>(a.q_shape[0]);
-  p.row_chunks = static_cast<int>(cdiv<index_t>(static_cast<index_t>(p.kv_group) * a.max_q, Cfg::BLOCK_M));
-  p.splits = plan.splits;
-  // A bound past every key is no bound: clamp so that the kernel's int arithmetic cannot overflow.
-  const index_t reach = a.max_q + a.max_k;
-  p.window_left = a.window.left < 0 ? -1 : static_cast<int>(std::min(a.window.left, reach));
-  p.window_right = a.window.right < 0 ? -1 : static_cast<int>(std::min(a.window.right, reach));
-  const float scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(a.q_shape[2]));
-  p.scale_log2 = scale * 1.4426950408889634f;
-  return p;
-}
-
-template <class Cfg>
-void launch_decode(const VarlenPlan& plan, cudaStream_t stream) {
-  const DecodeParams p = make_decode_params<Cfg>(plan);
-  const dim3 grid(static_cast<unsigned>(plan.args.batch * p.kv_heads * p.row_chunks), static_cast<unsigned>(p.splits));
-  if (grid.x == 0 || p.total_q == 0) return;
-  static std::atomic<std::uint64_t> opted_in{0};
-  opt_in_shared_memory(decode_kernel<Cfg>, Cfg::smem_bytes, current_device(), opted_in, "decode");
-  decode_kernel<Cfg><<<grid, Cfg::NUM_THREADS, Cfg::smem_bytes, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
-  if (p.splits > 1) {
-    const index_t rows = static_cast<index_t>(p.total_q) * p.heads;
-    decode_combine_kernel<Cfg::D, Cfg::FLOAT16><<<static_cast<unsigned>(cdiv<index_t>(rows, 4)), 128, 0, stream>>>(p);
-    FA2_CUDA_CHECK_LAUNCH();
-  }
-}
-
 // Runs fn.template operator()<Cfg>() with the configuration of the arguments' head dim and dtype.
 template <class Fn>
 void with_decode_config(const FlashVarlenArgs& a, Fn&& fn) {
@@ -183,18 +122,7 @@ VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args) {
     return plan;
   }
   // The parts: as asked, else enough blocks to fill every SM's resident slots once.
-  int resident = 1;
-  with_decode_config(args, [&]<class Cfg>() {
-    static std::atomic<std::uint64_t> opted_in{0};
-    opt_in_shared_memory(decode_kernel<Cfg>, Cfg::smem_bytes, *device, opted_in, "decode");
-    FA2_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, decode_kernel<Cfg>, Cfg::NUM_THREADS,
-                                                                 Cfg::smem_bytes));
-  });
-  const index_t group = args.q_shape[1] / args.k_shape[1];
-  const long long items = args.batch * args.k_shape[1] * cdiv<index_t>(group * std::max<index_t>(args.max_q, 1), 16);
-  const int key_parts = static_cast<int>(std::min<index_t>(cdiv<index_t>(args.max_k, kMinKeysPerPart), 1 << 20));
-  plan.splits = args.num_splits > 0 ? args.num_splits
-                                    : split_kv_count(items, key_parts, device->sm_count * std::max(resident, 1), 1);
+  with_decode_config(args, [&]<class Cfg>() { plan.splits = decode_splits<Cfg>(args, *device); });
   plan.partial_floats = plan.splits > 1 ? plan.splits * args.q_shape[0] * args.q_shape[1] * (args.q_shape[2] + 1) : 0;
   return plan;
 }
