@@ -141,20 +141,23 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   elem16* sK = stages + warp * S * 2 * Cfg::TILE_ELEMS;  // S stages of K, then S of V
   elem16* sV = sK + S * Cfg::TILE_ELEMS;
   const index_t kv_col = static_cast<index_t>(kv_head);
-  // Lane l loads key l % 16 of a tile, half l / 16 of its chunks: one page lookup per lane and tile.
-  const auto load_tile = [&](int j) {
-    const int k0 = k_first + (part.begin + warp + j * NW) * BN, key = k0 + lane % 16;
-    const int stage = j % S;
-    const bool valid = key <= k_last;
-    index_t row = 0;
-    if (valid) {
-      row = p.page_size > 0
-                ? static_cast<index_t>(p.block_table[b * p.block_table_stride + key / p.page_size]) * p.page_size +
-                      key % p.page_size
-                : static_cast<index_t>(key_row0) + key;
+  // Lane l loads key l % 16 of a tile, half l / 16 of its chunks. key_row(j): the cache row of its
+  // key of tile j, -1 past the block's keys; in a paged cache it reads the block table, and the
+  // loop asks one tile ahead, so that the read's latency passes under a tile's products.
+  const auto key_row = [&](int j) -> index_t {
+    const int key = k_first + (part.begin + warp + j * NW) * BN + lane % 16;
+    if (key > k_last) return -1;
+    if (p.page_size > 0) {
+      return static_cast<index_t>(p.block_table[b * p.block_table_stride + key / p.page_size]) * p.page_size +
+             key % p.page_size;
     }
-    const elem16* k_src = p.K + row * p.stride_kt + kv_col * p.stride_kh;
-    const elem16* v_src = p.V + row * p.stride_vt + kv_col * p.stride_vh;
+    return static_cast<index_t>(key_row0) + key;
+  };
+  const auto load_tile = [&](int j, index_t row) {
+    const int stage = j % S;
+    const bool valid = row >= 0;
+    const elem16* k_src = p.K + (valid ? row : 0) * p.stride_kt + kv_col * p.stride_kh;
+    const elem16* v_src = p.V + (valid ? row : 0) * p.stride_vt + kv_col * p.stride_vh;
     constexpr int half_chunks = Cfg::CHUNKS / 2;
 #pragma unroll
     for (int cc = 0; cc < half_chunks; ++cc) {
@@ -166,9 +169,10 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   };
 #pragma unroll
   for (int j = 0; j < S - 1; ++j) {
-    if (j < my_tiles) load_tile(j);
+    if (j < my_tiles) load_tile(j, key_row(j));
     cp_async_commit();
   }
+  index_t next_row = S - 1 < my_tiles ? key_row(S - 1) : -1;
   cp_async_wait<S - 1>();  // Q, committed before this warp's S - 1 tiles, has landed
   __syncthreads();         // ... for every thread's chunks of it
   const WarpPlace w{lane, 0, 0};
@@ -187,8 +191,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   for (int j = 0; j < my_tiles; ++j) {
     cp_async_wait<S - 2>();  // tile j has landed (tiles j + 1 .. j + S - 2 may still be in flight)
     __syncwarp();            // ... for every lane's chunks; and tile j - 1's stage is no longer read
-    if (j + S - 1 < my_tiles) load_tile(j + S - 1);
+    if (j + S - 1 < my_tiles) load_tile(j + S - 1, next_row);
     cp_async_commit();
+    next_row = j + S < my_tiles ? key_row(j + S) : -1;
     const int k0 = k_first + (part.begin + warp + j * NW) * BN;
     const int stage = j % S;
     ScoreFrags<Cfg> s;
