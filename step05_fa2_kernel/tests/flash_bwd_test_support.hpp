@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -190,16 +191,44 @@ BwdCheck check_backward(const FlashPasses<T>& passes, const BwdInputs<T>& in, bo
       where, tol);
 }
 
-// Runs the passes on fresh inputs of `shape` and compares (the seed is in every message).
+// One problem: fresh inputs of `shape`, their float64 gradients and where they came from (the seed
+// is in every message). The reference costs far more than a kernel: a test that checks several
+// backwards on one shape solves it once and compares each with check_solved_backward.
+template <class T>
+struct SolvedBwdProblem {
+  BwdInputs<T> in;
+  AttentionGradients reference;
+  std::string where;
+};
+
+template <class T>
+SolvedBwdProblem<T> solve_backward_problem(const FlashShape& shape, bool causal, double qk_scale = 1.0,
+                                           Window window = {}) {
+  Rng rng(fresh_seed());
+  BwdInputs<T> in(shape, rng, qk_scale);
+  AttentionGradients reference =
+      reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal, std::nullopt, window);
+  std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
+                      window_name(window) + " seed " + std::to_string(rng.seed());
+  return {std::move(in), std::move(reference), std::move(where)};
+}
+
+// The passes' gradients on a solved problem against its reference.
+template <class T>
+BwdCheck check_solved_backward(const FlashPasses<T>& passes, const SolvedBwdProblem<T>& p, bool causal,
+                               GradientTolerance tol = gradient_tolerance<T>()) {
+  const auto fwd = passes.forward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), causal);
+  const auto grads = passes.backward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), fwd.O.cview(), fwd.L.cview(),
+                                     p.in.dO.cview(), causal);
+  return compare_gradients<T>(grads, p.reference, p.where, tol);
+}
+
+// Runs the passes on fresh inputs of `shape` and compares.
 template <class T>
 BwdCheck run_backward_and_compare(const FlashPasses<T>& passes, const FlashShape& shape, bool causal,
                                   double qk_scale = 1.0, GradientTolerance tol = gradient_tolerance<T>(),
                                   Window window = {}) {
-  Rng rng(fresh_seed());
-  const BwdInputs<T> in(shape, rng, qk_scale);
-  const std::string where = std::string(dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
-                            window_name(window) + " seed " + std::to_string(rng.seed());
-  return check_backward<T>(passes, in, causal, where, tol, window);
+  return check_solved_backward<T>(passes, solve_backward_problem<T>(shape, causal, qk_scale, window), causal, tol);
 }
 
 // Scores of about +-25 (Q and K of standard deviation 5): P is close to one-hot, and its errors

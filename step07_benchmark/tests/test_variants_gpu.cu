@@ -136,30 +136,18 @@ void with_group_parts(const fa2::FlashBwdArgs& args, ::CUstream_st* stream) {
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream));  // the parts must outlive the launch
 }
 
-// One problem's inputs, drawn fresh, and its float64 gradients. The reference costs far more than
-// the kernels: the backwards a test case checks on the same shape share one (solved_problem).
+// The backwards a test case checks on one shape share its inputs and float64 gradients
+// (flash_bwd_test_support.hpp's solve_backward_problem): the reference costs far more than they do.
 template <class T>
-struct SolvedProblem {
-  fa2::testing::BwdInputs<T> in;
-  fa2::AttentionGradients reference;
-  std::string where;
-};
-
-template <class T>
-const SolvedProblem<T>& solved_problem(const fa2::testing::FlashShape& shape, bool causal, double qk_scale) {
+const fa2::testing::SolvedBwdProblem<T>& solved_problem(const fa2::testing::FlashShape& shape, bool causal,
+                                                        double qk_scale) {
   using Key = std::tuple<fa2::index_t, fa2::index_t, fa2::index_t, fa2::index_t, fa2::index_t, bool, double>;
-  static std::map<Key, std::unique_ptr<SolvedProblem<T>>> solved;
+  static std::map<Key, std::unique_ptr<fa2::testing::SolvedBwdProblem<T>>> solved;
   const Key key{shape.B, shape.N_q, shape.N_k, shape.D, shape.group, causal, qk_scale};
   if (const auto it = solved.find(key); it != solved.end()) return *it->second;
   if (solved.size() >= 64) solved.clear();  // a few hundred MB at most
-  fa2::Rng rng(fa2::fresh_seed());
-  fa2::testing::BwdInputs<T> in(shape, rng, qk_scale);
-  auto reference =
-      fa2::testing::reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal);
-  std::string where = std::string(fa2::dtype_name<T>()) + " " + shape.name() + (causal ? " causal" : " non-causal") +
-                      " seed " + std::to_string(rng.seed());
-  auto problem =
-      std::make_unique<SolvedProblem<T>>(SolvedProblem<T>{std::move(in), std::move(reference), std::move(where)});
+  auto problem = std::make_unique<fa2::testing::SolvedBwdProblem<T>>(
+      fa2::testing::solve_backward_problem<T>(shape, causal, qk_scale));
   return *solved.emplace(key, std::move(problem)).first->second;
 }
 
@@ -170,11 +158,8 @@ void check_backward_shape(fa2::CudaBwdLaunchFn backward, const fa2::testing::Fla
                           bool deterministic = false) {
   const auto passes = fa2::testing::gpu_passes<T>(backward, deterministic);
   for (bool causal : {false, true}) {
-    const SolvedProblem<T>& p = solved_problem<T>(shape, causal, qk_scale);
-    const auto fwd = passes.forward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), causal);
-    const auto grads = passes.backward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), fwd.O.cview(), fwd.L.cview(),
-                                       p.in.dO.cview(), causal);
-    fa2::testing::require_close(fa2::testing::compare_gradients<T>(grads, p.reference, p.where, tol));
+    fa2::testing::require_close(
+        fa2::testing::check_solved_backward<T>(passes, solved_problem<T>(shape, causal, qk_scale), causal, tol));
   }
 }
 
