@@ -433,6 +433,48 @@ TEST_SUITE("variants") {
     }
   }
 
+  TEST_CASE("v6's causal L2 order: every item once, heaviest first within each group of heads, group by group") {
+    for (const int heads : {1, 5, 8, 32}) {
+      for (const int head_group : {1, 2, 4, 8}) {
+        for (const int n_q_tiles : {1, 3, 32}) {
+          INFO(heads, " heads in groups of ", head_group, ", ", n_q_tiles, " query tiles");
+          const fa2::flash::TileScheduler<true, true> sched{n_q_tiles, heads, 1, head_group};
+          std::set<std::pair<int, int>> seen;
+          int previous_group = 0, previous_tile = n_q_tiles;
+          for (int t = 0; t < sched.items(); ++t) {
+            const fa2::flash::WorkTile w = sched.work_tile(t);
+            REQUIRE(w.bh >= 0);
+            REQUIRE(w.bh < heads);
+            REQUIRE(w.q_tile >= 0);
+            REQUIRE(w.q_tile < n_q_tiles);
+            seen.insert({w.q_tile, w.bh});
+            const int group = head_group > 1 ? w.bh / head_group : 0;
+            CHECK(group >= previous_group);                                 // group after group
+            if (group == previous_group) CHECK(w.q_tile <= previous_tile);  // heaviest (last) tiles first
+            if (group != previous_group) previous_tile = n_q_tiles;
+            previous_group = group, previous_tile = std::min(previous_tile, w.q_tile);
+          }
+          CHECK(seen.size() == static_cast<std::size_t>(sched.items()));
+          if (head_group == 1) {  // one group: the order every causal v6 row has
+            for (int t = 0; t < sched.items(); ++t) {
+              const fa2::flash::WorkTile w = sched.work_tile(t);
+              CHECK(w.q_tile == n_q_tiles - 1 - t / heads);
+              CHECK(w.bh == t % heads);
+            }
+          }
+        }
+      }
+    }
+    // Groups whose K and V fit the L2: 2 x 16384 keys x 128 x 2 bytes = 8 MiB a head, 4 heads in 50
+    // MiB (not 6: powers of two); a quarter of that per query head with 4 per kv head; never more
+    // than the heads, never fewer than one.
+    using fa2::flash::l2_head_group;
+    CHECK(l2_head_group(50ll << 20, 16384, 128, 1, 32) == 4);
+    CHECK(l2_head_group(50ll << 20, 16384, 128, 4, 32) == 16);
+    CHECK(l2_head_group(50ll << 20, 4096, 64, 1, 3) == 2);
+    CHECK(l2_head_group(50ll << 20, 1 << 22, 128, 1, 32) == 1);
+  }
+
   TEST_CASE("v6's K/V ring: when no warpgroup skips, releasing at once and after landing are the same protocol") {
     for (int stages : {2, 4}) {
       const Ring ring{stages, 9, {9, 9}, SkipRelease::at_once};

@@ -38,6 +38,7 @@ struct FastParams {
   bool windowed;
   int window_left, window_right;
   int n_q_tiles;     // cdiv(N_QUERIES, BLOCK_M)
+  int l2_heads;      // v6's L2 order (HopperOptions::l2_order): heads per group; set by its launch
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
 };
 

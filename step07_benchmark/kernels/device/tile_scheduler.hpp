@@ -155,6 +155,19 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int query_tile_at(int i, int n_q_tile
   return CAUSAL ? n_q_tiles - 1 - i : i;
 }
 
+// Heads per group of v6's L2 order (TileScheduler::head_group): the largest power of two, at most
+// `heads`, whose K and V fit in l2_bytes together (FlashAttention-4's rule on sm_90, with this
+// GPU's L2). A query head's share is 2 n_keys head_dim 2-byte values over its kv_group, since the
+// query heads of a group read one K and V.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int l2_head_group(long long l2_bytes, long long n_keys, int head_dim,
+                                                             int kv_group, int heads) {
+  long long per_head = 2 * n_keys * head_dim * 2 / (kv_group > 0 ? kv_group : 1);
+  if (per_head < 1) per_head = 1;
+  int group = 1;
+  while (2 * group <= heads && 2 * group * per_head <= l2_bytes) group *= 2;
+  return group;
+}
+
 // A work item: query tile `q_tile` of (batch x head) `bh`.
 struct WorkTile {
   int q_tile, bh;
@@ -167,14 +180,18 @@ struct WorkTile {
 // kv_group + i / kv_heads. A round of blocks then reads as many different K and V as without
 // groups, where the heads in order would have put every block of a round on one kv head's K and V
 // at once. Causal, query_tile_at's order across every head: the last query tile of each head, then
-// the one before it, and so on. Without PERSISTENT block b computes item b; with it there is a
+// the one before it, and so on; or, with head_group > 1 (v6's L2 order), that order within groups
+// of head_group consecutive heads (the last group may be smaller), group after group, so that the
+// blocks running together read the K and V of a few heads, which stay in L2, rather than of every
+// head. Without PERSISTENT block b computes item b; with it there is a
 // block per SM, and round k holds items k * blocks onwards, taken left to right in even rounds and
 // right to left in odd ones: causal items come heaviest first, so the block that takes the heaviest
 // of one round takes the lightest of the next, and the blocks' totals stay even.
 template <bool CAUSAL, bool PERSISTENT>
 struct TileScheduler {
   int n_q_tiles, heads;
-  int kv_group = 1;  // query heads (of heads) per K and V head; divides heads
+  int kv_group = 1;    // query heads (of heads) per K and V head; divides heads
+  int head_group = 1;  // causal: heads per group of the L2 order (1: one group of every head)
 
   FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int items() const { return heads * n_q_tiles; }
 
@@ -187,7 +204,10 @@ struct TileScheduler {
 
   FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr WorkTile work_tile(int t) const {
     if constexpr (CAUSAL) {
-      return {query_tile_at<true>(t / heads, n_q_tiles), t % heads};
+      if (head_group <= 1) return {query_tile_at<true>(t / heads, n_q_tiles), t % heads};
+      const int group = t / (head_group * n_q_tiles), r = t % (head_group * n_q_tiles);
+      const int first = group * head_group, in_group = heads - first < head_group ? heads - first : head_group;
+      return {query_tile_at<true>(r / in_group, n_q_tiles), first + r % in_group};
     } else {
       const int slot = t / n_q_tiles, kv_heads = heads / kv_group;
       return {t % n_q_tiles, slot % kv_heads * kv_group + slot / kv_heads};

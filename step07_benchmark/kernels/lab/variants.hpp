@@ -1,7 +1,7 @@
 // The benchmark's table of every kernel of step 7, read from the rows of lab/variants.def (the
 // product's configurations with their options from product/kernels.def): step05's kernel, variant 1
 // (its larger tiles), the ladder (v2-v4), the sm80 configurations (v5.1-v5.17, v5b.1-v5b.13), the
-// sm90 ones (v6.1-v6.17, v6b.1-v6b.7), then the product on one path (v6, v6b, v5) and on both
+// sm90 ones (v6.1-v6.19, v6b.1-v6b.8), then the product on one path (v6, v6b, v5) and on both
 // ("fast", what users get: the sm90 path where it runs, the sm80 path elsewhere).
 // The benchmark registers every row that has a launcher in this build, the tests run every row on
 // its paths, and step07's README shows the table that variants_markdown() prints (a test keeps

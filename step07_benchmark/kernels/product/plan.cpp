@@ -23,6 +23,7 @@ DeviceInfo read_device(int ordinal) {
   FA2_CUDA_CHECK(cudaDeviceGetAttribute(&d.cc_major, cudaDevAttrComputeCapabilityMajor, ordinal));
   FA2_CUDA_CHECK(cudaDeviceGetAttribute(&d.cc_minor, cudaDevAttrComputeCapabilityMinor, ordinal));
   FA2_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, ordinal));
+  FA2_CUDA_CHECK(cudaDeviceGetAttribute(&d.l2_bytes, cudaDevAttrL2CacheSize, ordinal));
   return d;
 }
 

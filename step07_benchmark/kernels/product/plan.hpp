@@ -23,6 +23,7 @@ struct DeviceInfo {
   int sm_count = 0;
   int cc_major = 0, cc_minor = 0;
   int smem_optin_bytes = 0;  // dynamic shared memory a block may opt in to
+  int l2_bytes = 0;          // the L2 cache
 };
 // The current device's; throws fa2::cuda::CudaError when there is none.
 const DeviceInfo& current_device();

@@ -81,6 +81,28 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
   tma_load_3d_at(smem_address(dst), map, c0, c1, c2, bar);
 }
 
+// L2 cache policies for the loads below (createpolicy): evict_last keeps their lines in L2 ahead
+// of others, evict_first lets them go first. A hint: what is loaded does not change.
+__device__ __forceinline__ std::uint64_t l2_policy_evict_last() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ std::uint64_t l2_policy_evict_first() {
+  std::uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+// tma_load_3d under an L2 cache policy.
+__device__ __forceinline__ void tma_load_3d_hinted(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                                   std::uint64_t* bar, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, "
+      "%4}], [%5], %6;\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(smem_address(bar)), "l"(policy)
+      : "memory");
+}
+
 // The reverse: the box at `src` in shared memory to `map` at (c0, c1, c2); rows outside the
 // tensor are not written. Stores are tracked per thread in bulk groups, not on an mbarrier: the
 // issuing thread commits them and waits for them (bulk_wait_read before shared memory is reused,

@@ -33,6 +33,10 @@ struct HopperOptions {
                               // last product: the next item's Q loads during this one's last tile
   int exp_fma_eighths = 0;    // of every 8 column groups of S (8 keys each), how many take 2^x
                               // from a cubic on the FMA units (exp2_fma.hpp) instead of MUFU
+  bool cache_hints = false;   // (TMA) K and V loaded to stay in L2 (evict_last), Q to leave it
+                              // first (evict_first): other query tiles read the same K and V
+  bool l2_order = false;      // (persistent, causal) the heaviest-first order within groups of
+                              // heads whose K and V fit in L2 together, group after group
   bool float16 = false;       // fp16 elements instead of bf16; not a row's choice: every
                               // configuration is built both ways (Cfg::Float16)
   bool window = false;        // (TMA, 2 warpgroups) a sliding window's key-tile range and masks; also
@@ -83,6 +87,8 @@ struct HopperConfig {
   static constexpr bool LAZY_RESCALE = OPT.lazy_rescale;
   static constexpr int EXP_FMA_EIGHTHS = OPT.exp_fma_eighths;
   static constexpr bool EARLY_Q = OPT.early_q;
+  static constexpr bool CACHE_HINTS = OPT.cache_hints;
+  static constexpr bool L2_ORDER = OPT.l2_order && CAUSAL_;  // without the mask a head's tiles are consecutive
   // What SharedStorage (shared_storage.cuh, which checks these sums against its layout) holds:
   // Q, the K/V stages and (STORE_TMA) O's own tile, so that the next Q can land during the
   // epilogue; then (TMA) the mbarriers, 8 bytes each: Q full, Q empty, and per stage K full,
@@ -96,6 +102,8 @@ struct HopperConfig {
   static_assert(BLOCK_N == 64 || BLOCK_N == 128 || (BLOCK_N == 176 && TMA), "key tiles of 64, 128 or (TMA) 176");
   static_assert(WARPGROUPS == 2 || WARPGROUPS == 3, "two or three warpgroups");
   static_assert(!EARLY_Q || PERSISTENT, "handing Q back early pays only when a block loads another");
+  static_assert(!OPT.cache_hints || TMA, "the cache hints ride on the TMA loads");
+  static_assert(!OPT.l2_order || PERSISTENT, "the order of the items is the persistent blocks'");
   static_assert(EXP_FMA_EIGHTHS >= 0 && EXP_FMA_EIGHTHS <= 8, "a share of the exponentials in eighths");
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");

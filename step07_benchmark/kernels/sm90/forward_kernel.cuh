@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   const SmemTiles<Cfg> smem(start);
   const RingBarrierPtrs bar = ring_barriers<Cfg>(start);
 
-  const TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT> sched{p.n_q_tiles, heads, p.kv_group};
+  const TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT> sched{p.n_q_tiles, heads, p.kv_group,
+                                                          Cfg::L2_ORDER ? p.l2_heads : 1};
   const int items = sched.items();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
 

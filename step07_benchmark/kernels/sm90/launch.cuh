@@ -66,8 +66,11 @@ void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
   const DeviceInfo& device = current_device();
   static std::atomic<std::uint64_t> opted_in{0};
   opt_in_shared_memory(kernel, Cfg::smem_bytes, device, opted_in, plan.kernel);
-  const FastParams p = make_fast_params(a, Cfg::BLOCK_M);
+  FastParams p = make_fast_params(a, Cfg::BLOCK_M);
   const index_t B = a.q_shape[0], D = a.q_shape[2];
+  if constexpr (Cfg::L2_ORDER) {
+    p.l2_heads = l2_head_group(device.l2_bytes, a.k_shape[1], static_cast<int>(D), p.kv_group, static_cast<int>(B));
+  }
   const auto tiles = static_cast<unsigned>(p.n_q_tiles), heads = static_cast<unsigned>(B);
   if constexpr (Cfg::TMA) {
     // One block per work item (query tile, head), or, persistent, one per SM walking them.

@@ -49,6 +49,19 @@ __device__ __forceinline__ void hopper_producer(const FastParams& p, const Hoppe
   const auto block_item = [&](int k) {
     return sched.item(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
   };
+  // With CACHE_HINTS, K and V stay in L2 for the other query tiles that read them; Q, read by one
+  // item only, leaves first.
+  std::uint64_t keep = 0, pass = 0;
+  if constexpr (Cfg::CACHE_HINTS) keep = l2_policy_evict_last(), pass = l2_policy_evict_first();
+  const auto load = [&](void* dst, const CUtensorMap* map, int c0, int c1, int c2, std::uint64_t* bar,
+                        std::uint64_t policy) {
+    if constexpr (Cfg::CACHE_HINTS) {
+      tma_load_3d_hinted(dst, map, c0, c1, c2, bar, policy);
+    } else {
+      (void)policy;
+      tma_load_3d(dst, map, c0, c1, c2, bar);
+    }
+  };
   PipelineState<Cfg::STAGES> ring{};
   for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
     const WorkTile wt = sched.work_tile(t);
@@ -63,18 +76,18 @@ __device__ __forceinline__ void hopper_producer(const FastParams& p, const Hoppe
       if (ring.refills()) mbarrier_wait(&bar.empty_k[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_k[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, key0, kv, &bar.full_k[s]);
+        load(smem.k_stage(s) + cb * BN * 64, &maps.k, cb * 64, key0, kv, &bar.full_k[s], keep);
       }
       if (ring.refills()) mbarrier_wait(&bar.empty_v[s], ring.release_phase());
       mbarrier_arrive_expect_bytes(&bar.full_v[s], tile_bytes);
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, key0, kv, &bar.full_v[s]);
+        load(smem.v_stage(s) + cb * BN * 64, &maps.v, cb * 64, key0, kv, &bar.full_v[s], keep);
       }
       if (j == 0) {
         const PipelineState<1> q{k};
         if (q.refills()) mbarrier_wait(bar.q_empty, q.release_phase());
         mbarrier_arrive_expect_bytes(bar.q_full, BM * D * sizeof(elem16));
-        for (int cb = 0; cb < D / 64; ++cb) tma_load_3d(smem.q + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar.q_full);
+        for (int cb = 0; cb < D / 64; ++cb) load(smem.q + cb * BM * 64, &maps.q, cb * 64, q0, wt.bh, bar.q_full, pass);
       }
     }
   }
