@@ -14,17 +14,23 @@
 //
 // The model keeps one `full` and one `empty` per stage (the kernel has one of each for K and one
 // for V; each pair follows the same rules) and one arrival per warpgroup (the kernel: per warp).
+// A second model walks the warpgroups' turns (named_barriers.hpp's rules, as consumer.cuh takes
+// them) for two and three warpgroups; others check the tiles and items the schedules hand out.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "common/window.hpp"
 #include "step07_benchmark/kernels/device/tile_scheduler.hpp"
+#include "step07_benchmark/kernels/sm90/named_barriers.hpp"
 #include "step07_benchmark/kernels/sm90/pipeline.hpp"
 
 namespace {
@@ -188,6 +194,108 @@ std::string describe(const Ring& r) {
   for (int s : r.seen) seen += (seen.empty() ? "" : ", ") + std::to_string(s);
   return std::to_string(r.stages) + " stages, " + std::to_string(r.tiles) + " tiles, warpgroups seeing {" + seen +
          "}, skipped tiles released " + (r.skip == SkipRelease::at_once ? "at once" : "after landing");
+}
+
+// ---- the warpgroups' turns (consumer.cuh, named_barriers.hpp) ----------------------------------
+// Each warpgroup runs, per work item: (the last one) open warpgroup 0's turn barrier; then for
+// each of the item's tiles: wait on its own turn barrier, issue its products, pass to the next
+// (unless passes_turn says not). A named barrier of two warpgroups completes a phase once two
+// arrivals are in (a wait is an arrival that blocks until its phase completes). Every
+// interleaving is walked; the issues must come in round-robin order and nobody may block forever.
+struct TurnRules {
+  std::function<bool(int, int)> opens_first = [](int wg, int wgs) { return fa2::flash::opens_first_turn(wg, wgs); };
+  std::function<bool(int, int, int, int)> passes = [](int wg, int wgs, int j, int n) {
+    return fa2::flash::passes_turn(wg, wgs, j, n);
+  };
+  std::function<int(int, int)> next = [](int wg, int wgs) { return fa2::flash::next_turn_barrier(wg, wgs); };
+};
+
+enum class TurnOp { arrive, wait, issue };
+struct TurnStep {
+  TurnOp op;
+  int barrier = 0;  // arrive, wait
+  int item = 0, tile = 0;
+};
+
+struct TurnOutcome {
+  bool deadlock = false, out_of_order = false;
+  long states = 0;
+};
+
+TurnOutcome explore_turns(int wgs, const std::vector<int>& tiles_per_item, const TurnRules& rules) {
+  std::vector<std::vector<TurnStep>> program(static_cast<std::size_t>(wgs));
+  for (int wg = 0; wg < wgs; ++wg) {
+    auto& prog = program[static_cast<std::size_t>(wg)];
+    for (int item = 0; item < static_cast<int>(tiles_per_item.size()); ++item) {
+      const int n = tiles_per_item[static_cast<std::size_t>(item)];
+      if (rules.opens_first(wg, wgs)) prog.push_back({TurnOp::arrive, fa2::flash::turn_barrier(0)});
+      for (int j = 0; j < n; ++j) {
+        prog.push_back({TurnOp::wait, fa2::flash::turn_barrier(wg)});
+        prog.push_back({TurnOp::issue, 0, item, j});
+        if (rules.passes(wg, wgs, j, n)) prog.push_back({TurnOp::arrive, rules.next(wg, wgs)});
+      }
+    }
+  }
+  // The expected order of issues: item by item, tile by tile, warpgroup 0 first.
+  struct TurnState {
+    std::vector<int> pc, waiting;                 // waiting: the phase a blocked wait needs completed, or -1
+    std::map<int, std::pair<int, int>> barriers;  // id -> (arrivals in the phase, completed phases)
+    int issued = 0;
+    bool operator<(const TurnState& o) const {
+      return std::tie(pc, waiting, barriers, issued) < std::tie(o.pc, o.waiting, o.barriers, o.issued);
+    }
+  };
+  TurnOutcome out;
+  std::set<TurnState> seen;
+  const auto arrive = [](TurnState& st, int id) {
+    auto& [count, phases] = st.barriers[id];
+    if (++count == 2) count = 0, ++phases;
+    return phases;
+  };
+  std::function<void(const TurnState&)> visit = [&](const TurnState& st) {
+    if (out.deadlock || out.out_of_order || !seen.insert(st).second) return;
+    ++out.states;
+    bool done = true, moved = false;
+    for (int wg = 0; wg < wgs; ++wg) {
+      const auto w = static_cast<std::size_t>(wg);
+      if (st.pc[w] == static_cast<int>(program[w].size())) continue;
+      done = false;
+      TurnState next = st;
+      if (st.waiting[w] >= 0) {  // blocked until its phase completes
+        const auto it = st.barriers.find(program[w][static_cast<std::size_t>(st.pc[w])].barrier);
+        if (it == st.barriers.end() || it->second.second <= st.waiting[w]) continue;
+        next.waiting[w] = -1, ++next.pc[w];
+      } else {
+        const TurnStep& step = program[w][static_cast<std::size_t>(st.pc[w])];
+        if (step.op == TurnOp::arrive) {
+          arrive(next, step.barrier);
+          ++next.pc[w];
+        } else if (step.op == TurnOp::wait) {
+          const int before = next.barriers[step.barrier].second;
+          arrive(next, step.barrier);
+          next.waiting[w] = before;  // released once phase `before` has completed
+        } else {
+          int expected_item = 0, expected = next.issued;
+          while (expected >= tiles_per_item[static_cast<std::size_t>(expected_item)] * wgs) {
+            expected -= tiles_per_item[static_cast<std::size_t>(expected_item)] * wgs;
+            ++expected_item;
+          }
+          if (step.item != expected_item || step.tile != expected / wgs || wg != expected % wgs) {
+            out.out_of_order = true;
+          }
+          ++next.issued, ++next.pc[w];
+        }
+      }
+      moved = true;
+      visit(next);
+    }
+    if (!done && !moved) out.deadlock = true;
+  };
+  TurnState start;
+  start.pc.assign(static_cast<std::size_t>(wgs), 0);
+  start.waiting.assign(static_cast<std::size_t>(wgs), -1);
+  visit(start);
+  return out;
 }
 
 }  // namespace
@@ -473,6 +581,33 @@ TEST_SUITE("variants") {
     CHECK(l2_head_group(50ll << 20, 16384, 128, 4, 32) == 16);
     CHECK(l2_head_group(50ll << 20, 4096, 64, 1, 3) == 2);
     CHECK(l2_head_group(50ll << 20, 1 << 22, 128, 1, 32) == 1);
+  }
+
+  TEST_CASE("v6's turns: two or three warpgroups issue in round-robin order and never block each other for good") {
+    const std::vector<std::vector<int>> items = {{1}, {3}, {1, 2}, {2, 1, 3}};
+    for (const int wgs : {2, 3}) {
+      for (const auto& tiles : items) {
+        INFO(wgs, " warpgroups, ", tiles.size(), " items");
+        const TurnOutcome o = explore_turns(wgs, tiles, TurnRules{});
+        CHECK(o.states > 0);
+        CHECK_FALSE(o.deadlock);
+        CHECK_FALSE(o.out_of_order);
+      }
+    }
+    // Three planted breaks: warpgroup 0 opening its own first turn (two may issue at once), the
+    // last warpgroup passing after its last tile too (the next item's first turn opens twice), and
+    // three warpgroups passing as two do (warpgroup 1 back to 0: warpgroup 2 never starts).
+    TurnRules own_opener;
+    own_opener.opens_first = [](int wg, int) { return wg == 0; };
+    CHECK(explore_turns(3, {2, 2}, own_opener).out_of_order);
+    TurnRules always_pass;
+    always_pass.passes = [](int, int, int, int) { return true; };
+    const TurnOutcome extra = explore_turns(3, {1, 2}, always_pass);
+    CHECK((extra.out_of_order || extra.deadlock));
+    TurnRules two_way;
+    two_way.next = [](int wg, int) { return fa2::flash::turn_barrier(1 - wg % 2); };
+    const TurnOutcome stuck = explore_turns(3, {2}, two_way);
+    CHECK((stuck.deadlock || stuck.out_of_order));
   }
 
   TEST_CASE("v6's K/V ring: when no warpgroup skips, releasing at once and after landing are the same protocol") {

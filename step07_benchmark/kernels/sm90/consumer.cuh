@@ -67,20 +67,22 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
     softmax_probabilities<Cfg>(s, st, alpha, first_key(0), p, w);  // O is still 0
     pack_probabilities<Cfg>(s, pa);
   }
-  // Ping-pong: warpgroup w issues its products after its turn barrier and then opens the other's;
-  // warpgroup 1 opens warpgroup 0's once first, so warpgroup 0 starts. Every iteration takes its
-  // turn (skipped tiles included), and warpgroup 1 does not open warpgroup 0's after its last,
-  // so each barrier sees as many arrivals as waits.
-  constexpr int kTurnThreads = 2 * 128;
+  // Turns (ping-pong; a round robin with three warpgroups): warpgroup w issues its products after
+  // its turn barrier and then opens the next one's; the last warpgroup opens warpgroup 0's once
+  // first, so warpgroup 0 starts. Every iteration takes its turn (skipped tiles included), and the
+  // last warpgroup does not pass after its last tile, so each barrier sees as many arrivals as
+  // waits (named_barriers.hpp; tests/test_ring_protocol.cpp walks every interleaving). Each turn
+  // barrier joins two warpgroups: the one that waits and the one that opens it.
+  constexpr int kTurnThreads = 2 * 128, WGS = Cfg::WARPGROUPS;
   if constexpr (Cfg::PINGPONG) {
-    if (wg == 1) named_barrier_arrive(turn_barrier(0), kTurnThreads);
+    if (opens_first_turn(wg, WGS)) named_barrier_arrive(turn_barrier(0), kTurnThreads);
   }
   const auto take_turn = [&] {
     if constexpr (Cfg::PINGPONG) named_barrier_sync(turn_barrier(wg), kTurnThreads);
   };
   const auto pass_turn = [&](int j) {
     if constexpr (Cfg::PINGPONG) {
-      if (wg == 0 || j + 1 < n_tiles) named_barrier_arrive(other_turn_barrier(wg), kTurnThreads);
+      if (passes_turn(wg, WGS, j, n_tiles)) named_barrier_arrive(next_turn_barrier(wg, WGS), kTurnThreads);
     }
   };
   for (int j = 0; j < n_tiles; ++j) {
