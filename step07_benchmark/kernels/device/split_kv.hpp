@@ -5,7 +5,9 @@
 // OnlineSoftmaxState::combine) read backwards: a part's state is m = L_s and l = 1, so
 //   L = log sum_s exp(L_s),   O = sum_s exp(L_s - L) O_s,
 // each part's output weighed by the share of the softmax's mass its keys hold. Host and device:
-// the combine kernel runs combine_splits per row; tests/test_split_kv.cpp checks it on the host.
+// the combine kernel (sm80/decode.cuh) runs merge_splits and split_weight per row, combine_splits
+// is both for one row, and tests/test_split_kv.cpp checks them and the decoding schedule below on
+// the host.
 #pragma once
 
 #include <cmath>

@@ -14,7 +14,7 @@
 // Decoding reads K and V once and does little with them: its speed is the memory bandwidth's. The
 // stages keep STAGES - 1 tiles per warp in flight. The per-warp pieces (S = Q K^T, the online
 // softmax, O += P V on mma.sync) are v5's (sm80/warp_products.cuh, device/warp_softmax.cuh).
-// Runs on every GPU from sm_80 on; the product's decode.cu launches it.
+// Runs on every GPU from sm_80 on; sm80/decode_launch.cuh launches it, product/decode.cu plans it.
 #pragma once
 
 #include <cuda_bf16.h>
