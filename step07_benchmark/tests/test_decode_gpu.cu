@@ -43,6 +43,7 @@ struct DecodeCase {
   int page_size = 0;     // 0: packed keys
   int splits = 0;        // 0: the plan's choice
   bool seqused = false;  // pass seqused_k
+  int row_pad = 0;       // elements after each row of q, o, k and v (a slice of a wider projection)
 };
 
 std::string describe(const DecodeCase& c) {
@@ -102,9 +103,13 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
     for (T& e : x) e = T(normal(rng));
     return x;
   };
-  const std::vector<T> q = draw(static_cast<std::size_t>(T_q) * H * D);
-  const std::vector<T> k = draw(static_cast<std::size_t>(key_rows) * H_kv * D);
-  const std::vector<T> v = draw(static_cast<std::size_t>(key_rows) * H_kv * D);
+  // Rows of q, o, k and v are row_pad elements longer than their heads: the kernel must read them
+  // through the strides (a packed QKV projection's slices, an interleaved cache).
+  const std::size_t q_row = static_cast<std::size_t>(H * D + c.row_pad),
+                    kv_row = static_cast<std::size_t>(H_kv * D + c.row_pad);
+  const std::vector<T> q = draw(static_cast<std::size_t>(T_q) * q_row);
+  const std::vector<T> k = draw(static_cast<std::size_t>(key_rows) * kv_row);
+  const std::vector<T> v = draw(static_cast<std::size_t>(key_rows) * kv_row);
 
   DeviceBuffer<T> dq(q.size()), dk(k.size()), dv(v.size()), dout(q.size());
   dq.upload(q), dk.upload(k), dv.upload(v);
@@ -117,8 +122,8 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
 
   fa2::FlashVarlenArgs a;
   a.dtype = fa2::dtype_of<T>();
-  a.q = dq.data(), a.q_shape = {T_q, H, D}, a.q_strides = {H * D, D, 1};
-  a.k = dk.data(), a.k_shape = {key_rows, H_kv, D}, a.k_strides = {H_kv * D, D, 1};
+  a.q = dq.data(), a.q_shape = {T_q, H, D}, a.q_strides = {static_cast<fa2::index_t>(q_row), D, 1};
+  a.k = dk.data(), a.k_shape = {key_rows, H_kv, D}, a.k_strides = {static_cast<fa2::index_t>(kv_row), D, 1};
   a.v = dv.data(), a.v_shape = a.k_shape, a.v_strides = a.k_strides;
   a.o = dout.data(), a.o_shape = a.q_shape, a.o_strides = a.q_strides;
   a.l = dl.data(), a.l_shape = {H, T_q}, a.l_strides = {T_q, 1};
@@ -160,11 +165,11 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
       const int t = cu_q[static_cast<std::size_t>(b)] + i;
       for (int h = 0; h < H; ++h) {
         const int hk = h / group;
-        const T* qr = &q[(static_cast<std::size_t>(t) * H + h) * D];
+        const T* qr = &q[static_cast<std::size_t>(t) * q_row + static_cast<std::size_t>(h * D)];
         double m = -std::numeric_limits<double>::infinity(), l = 0.0;
         p.assign(static_cast<std::size_t>(span.count()), 0.0);
         for (int j = 0; j < span.count(); ++j) {
-          const T* kr = &k[(key_row(b, span.first + j) * H_kv + hk) * D];
+          const T* kr = &k[key_row(b, span.first + j) * kv_row + static_cast<std::size_t>(hk * D)];
           double s = 0.0;
           for (int d = 0; d < D; ++d) s += static_cast<double>(float(qr[d])) * static_cast<double>(float(kr[d]));
           p[static_cast<std::size_t>(j)] = s * scale;
@@ -174,7 +179,7 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
         for (int j = 0; j < span.count(); ++j) {
           const double e = std::exp(p[static_cast<std::size_t>(j)] - m);
           l += e;
-          const T* vr = &v[(key_row(b, span.first + j) * H_kv + hk) * D];
+          const T* vr = &v[key_row(b, span.first + j) * kv_row + static_cast<std::size_t>(hk * D)];
           for (int d = 0; d < D; ++d) o_ref[static_cast<std::size_t>(d)] += e * static_cast<double>(float(vr[d]));
         }
         const double l_ref = span.count() > 0 ? m + std::log(l) : std::numeric_limits<double>::infinity();
@@ -183,7 +188,7 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
           ++bad_l;
         for (int d = 0; d < D; ++d) {
           const double want = span.count() > 0 ? o_ref[static_cast<std::size_t>(d)] / l : 0.0;
-          const double got = float(out[(static_cast<std::size_t>(t) * H + h) * D + d]);
+          const double got = float(out[static_cast<std::size_t>(t) * q_row + static_cast<std::size_t>(h * D + d)]);
           const double err = std::abs(got - want);  // NaN (unwritten) fails the comparison below
           if (!(err <= 2e-2 + 1e-2 * std::abs(want))) ++bad_o;
           if (err == err) worst = std::max(worst, err);
@@ -195,14 +200,21 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
     for (int h = 0; h < H; ++h) {
       if (!std::isnan(lse[static_cast<std::size_t>(h) * T_q + t])) ++unwritten;
       for (int d = 0; d < D; ++d) {
-        if (!std::isnan(float(out[(static_cast<std::size_t>(t) * H + h) * D + d]))) ++unwritten;
+        if (!std::isnan(float(out[static_cast<std::size_t>(t) * q_row + static_cast<std::size_t>(h * D + d)]))) {
+          ++unwritten;
+        }
       }
+    }
+  }
+  for (int t = 0; t < T_q; ++t) {  // the padding after each row of o is not o's
+    for (std::size_t e = static_cast<std::size_t>(H * D); e < q_row; ++e) {
+      if (!std::isnan(float(out[static_cast<std::size_t>(t) * q_row + e]))) ++unwritten;
     }
   }
   INFO("worst |O - reference| ", worst, ", ", plan.splits, " parts");
   CHECK(bad_o == 0);
   CHECK(bad_l == 0);
-  CHECK_MESSAGE(unwritten == 0, "rows past cu_seq_q[batch] must be left as they were");
+  CHECK_MESSAGE(unwritten == 0, "rows past cu_seq_q[batch], and o's padding, must be left as they were");
 }
 
 // Decoding-like sequences: one query against a long cache, a few drafted ones, none, a cache
@@ -233,7 +245,7 @@ TEST_SUITE("variants") {
     }
   }
 
-  TEST_CASE("GPU: the decoding kernel in float16, with seqused_k shorter than the packed keys, and 16 x 8 rows") {
+  TEST_CASE("GPU: the decoding kernel in float16, with seqused_k shorter, 16 x 8 rows, and strided rows") {
     FA2_SKIP_WITHOUT_GPU();
     std::mt19937 rng(7);
     for (const int D : {64, 128}) {
@@ -246,6 +258,11 @@ TEST_SUITE("variants") {
       run_case<fa2::bf16>(wide, rng);
       wide.window = {100, 0};
       run_case<fa2::fp16>(wide, rng);
+      // Rows 8 elements longer than their heads in q, o, k and v, packed and paged.
+      DecodeCase strided{D, 8, 2, decoding_sequences(), {-1, 0}, 0, 3, false, 8};
+      run_case<fa2::bf16>(strided, rng);
+      strided.page_size = 32;
+      run_case<fa2::bf16>(strided, rng);
     }
   }
 
