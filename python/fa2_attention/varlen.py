@@ -94,8 +94,8 @@ def _window_pair(window_size):
 
 def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table):
     """Checks the packing arguments and lays out each sequence's rows. Returns a list of
-    (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or a LongTensor of key
-    rows (paged cache), dense from _dense_call."""
+    (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or, for a paged cache,
+    (its row of block_table, page_size), dense from _dense_call."""
     device = query.device
     total_q = query.shape[0]
     q_starts = _check_cu("cu_seq_q", cu_seq_q, device, None, total_q)
@@ -131,23 +131,26 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
         if used is None:
             raise RuntimeError("varlen_attn: block_table needs seqused_k (the cache length of each sequence)")
         pages, page_size = key.shape[0], key.shape[1]
-        table = block_table.tolist()
         for b in range(batch):
-            n_k = used[b]
-            need = (n_k + page_size - 1) // page_size
+            need = (used[b] + page_size - 1) // page_size
             if need > block_table.shape[1]:
-                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {n_k} needs {need} pages of {page_size}, "
+                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} needs {need} pages of {page_size}, "
                                    f"more than block_table's {block_table.shape[1]} per sequence")
-            for p in table[b][:need]:
-                if not 0 <= p < pages:
-                    raise RuntimeError(f"varlen_attn: block_table[{b}] holds page {p}, outside the cache's "
-                                       f"{pages} pages")
-            if n_k > max_k:
-                raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {n_k} keys")
-            t = torch.arange(n_k, dtype=torch.long, device=device)
-            rows = block_table[b].long()[t // page_size] * page_size + t % page_size
+            if used[b] > max_k:
+                raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {used[b]} keys")
+        # Every page a sequence uses must be one of the cache's: one check over the whole table.
+        need = (seqused_k.long() + page_size - 1) // page_size
+        in_use = torch.arange(block_table.shape[1], device=device).unsqueeze(0) < need.unsqueeze(1)
+        outside = in_use & ((block_table < 0) | (block_table >= pages))
+        if bool(outside.any()):
+            b, column = (int(x) for x in outside.nonzero()[0])
+            raise RuntimeError(f"varlen_attn: block_table[{b}] holds page {int(block_table[b, column])}, outside the "
+                               f"cache's {pages} pages")
+        for b in range(batch):
             n_q = q_starts[b + 1] - q_starts[b]
-            sequences.append((q_starts[b], n_q, rows, n_k, _dense_call(n_q, n_k, *window)))
+            # The sequence's keys: its row of the table and the page size (_keys gathers them).
+            sequences.append((q_starts[b], n_q, (block_table[b], page_size), used[b],
+                              _dense_call(n_q, used[b], *window)))
         return sequences
 
     if cu_seq_k is None:
@@ -169,10 +172,14 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
 
 
 def _keys(t, key_index, n_k):
-    """A sequence's key (or value) rows: a slice of the packed tensor, or gathered from pages."""
+    """A sequence's key (or value) rows: a slice of the packed tensor, or gathered from pages
+    (key_index: its row of block_table and the page size)."""
     if isinstance(key_index, int):
         return t[key_index:key_index + n_k]
-    return t.reshape(-1, *t.shape[2:]).index_select(0, key_index)
+    pages, page_size = key_index
+    k = torch.arange(n_k, dtype=torch.long, device=t.device)
+    rows = pages.long()[k // page_size] * page_size + k % page_size
+    return t.reshape(-1, *t.shape[2:]).index_select(0, rows)
 
 
 # The outputs start as NaN and every row is written: a row left out by mistake shows.
