@@ -21,4 +21,8 @@ float softmax_scale(const FlashFwdArgs& a) {
   return a.scale.value_or(1.0f / std::sqrt(static_cast<float>(a.q_shape[2])));
 }
 
+float softmax_scale(const FlashVarlenArgs& a) {
+  return a.scale.value_or(1.0f / std::sqrt(static_cast<float>(a.q_shape[2])));
+}
+
 }  // namespace fa2

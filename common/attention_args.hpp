@@ -151,6 +151,7 @@ constexpr index_t dq_semaphore_count(const Extents<3>& q_shape) {
 
 // The softmax scale the kernels use: args.scale, or 1/sqrt(head_dim).
 float softmax_scale(const FlashFwdArgs& args);
+float softmax_scale(const FlashVarlenArgs& args);
 
 // Grouped-query attention: how many consecutive query batch elements share one of K and V
 // (1 when K has Q's batch). Query batch element b reads K and V batch element b / kv_group.

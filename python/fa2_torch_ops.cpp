@@ -400,18 +400,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> backward_cuda(
 
 constexpr const char* kVarlenDecode = "fa2::varlen_decode";
 
-// A (rows, heads, D) view the decoding kernel reads in place: the head dim contiguous and every
-// row on 16 bytes; else a contiguous copy.
-at::Tensor decode_view(const at::Tensor& t) {
-  at::Tensor view = t.stride(-1) == 1 ? t : t.contiguous();
-  const auto chunk = static_cast<std::int64_t>(16 / view.element_size());
-  if (reinterpret_cast<std::uintptr_t>(view.const_data_ptr()) % 16 != 0 || view.stride(0) % chunk != 0 ||
-      view.stride(1) % chunk != 0) {
-    view = view.clone(at::MemoryFormat::Contiguous);
-  }
-  return view;
-}
-
 const std::int32_t* int32_data(const char* name, const std::optional<at::Tensor>& t, const at::Tensor& q) {
   if (!t) return nullptr;
   TORCH_CHECK(t->scalar_type() == at::kInt && t->is_contiguous() && t->device() == q.device(), kVarlenDecode, ": ",
@@ -442,7 +430,9 @@ std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
     k3 = k.reshape({k.size(0) * k.size(1), k.size(2), k.size(3)});
     v3 = v.reshape({v.size(0) * v.size(1), v.size(2), v.size(3)});
   }
-  const at::Tensor qv = decode_view(q), kv = decode_view(k3), vv = decode_view(v3);
+  // (rows, heads, D) views read in place where their rows are 16-byte aligned, as kernel="fast" reads them.
+  const at::Tensor qv = kernel_view(q, Kernel::fast), kv = kernel_view(k3, Kernel::fast),
+                   vv = kernel_view(v3, Kernel::fast);
   at::Tensor out = at::empty(q.sizes(), q.options());
   at::Tensor lse = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
 

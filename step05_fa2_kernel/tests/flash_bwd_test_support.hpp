@@ -177,16 +177,20 @@ struct BwdInputs {
         dO(random_normal<T, 3>({s.B, s.N_q, s.D}, rng)) {}
 };
 
-// The forward gives O and L, the backward dQ, dK, dV; each is compared with the reference. With a
-// window, the passes must apply it too (host_passes(window), gpu_passes(..., window)).
+// The passes' gradients on `in`: the forward gives O and L, the backward dQ, dK, dV from them.
+template <class T>
+auto backward_of(const FlashPasses<T>& passes, const BwdInputs<T>& in, bool causal) {
+  const auto fwd = passes.forward(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
+  return passes.backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal);
+}
+
+// Each gradient compared with the reference. With a window, the passes must apply it too
+// (host_passes(window), gpu_passes(..., window)).
 template <class T>
 BwdCheck check_backward(const FlashPasses<T>& passes, const BwdInputs<T>& in, bool causal, const std::string& where,
                         GradientTolerance tol = gradient_tolerance<T>(), Window window = {}) {
-  const auto fwd = passes.forward(in.Q.cview(), in.K.cview(), in.V.cview(), causal);
-  const auto grads =
-      passes.backward(in.Q.cview(), in.K.cview(), in.V.cview(), fwd.O.cview(), fwd.L.cview(), in.dO.cview(), causal);
   return compare_gradients<T>(
-      grads,
+      backward_of<T>(passes, in, causal),
       reference_gradients_gqa<T>(in.Q.cview(), in.K.cview(), in.V.cview(), in.dO.cview(), causal, std::nullopt, window),
       where, tol);
 }
@@ -217,10 +221,7 @@ SolvedBwdProblem<T> solve_backward_problem(const FlashShape& shape, bool causal,
 template <class T>
 BwdCheck check_solved_backward(const FlashPasses<T>& passes, const SolvedBwdProblem<T>& p, bool causal,
                                GradientTolerance tol = gradient_tolerance<T>()) {
-  const auto fwd = passes.forward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), causal);
-  const auto grads = passes.backward(p.in.Q.cview(), p.in.K.cview(), p.in.V.cview(), fwd.O.cview(), fwd.L.cview(),
-                                     p.in.dO.cview(), causal);
-  return compare_gradients<T>(grads, p.reference, p.where, tol);
+  return compare_gradients<T>(backward_of<T>(passes, p.in, causal), p.reference, p.where, tol);
 }
 
 // Runs the passes on fresh inputs of `shape` and compares.

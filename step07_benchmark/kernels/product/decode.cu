@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -23,14 +22,6 @@ namespace {
 template <int D>
 using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6)>;
 
-std::string shape_text(const Extents<3>& e) {
-  return "(" + std::to_string(e[0]) + ", " + std::to_string(e[1]) + ", " + std::to_string(e[2]) + ")";
-}
-
-bool rows_aligned(const void* data, const Extents<3>& strides) {
-  return reinterpret_cast<std::uintptr_t>(data) % 16 == 0 && strides[0] % 8 == 0 && strides[1] % 8 == 0;
-}
-
 std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (a.dtype != DType::bfloat16 && a.dtype != DType::float16)
     return "dtype: the decoding kernel takes bfloat16 or float16";
@@ -41,10 +32,10 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (D != 32 && D != 64 && D != 128)
     return "head_dim: the decoding kernel takes 32, 64 or 128, got " + std::to_string(D);
   if (a.k_shape[2] != D || a.v_shape != a.k_shape) {
-    return "k, v: shapes " + shape_text(a.k_shape) + " and " + shape_text(a.v_shape) +
+    return "k, v: shapes " + to_string<3>(a.k_shape) + " and " + to_string<3>(a.v_shape) +
            " must be equal, with q's head dim " + std::to_string(D);
   }
-  if (a.o_shape != a.q_shape) return "o: shape " + shape_text(a.o_shape) + " must be q's " + shape_text(a.q_shape);
+  if (a.o_shape != a.q_shape) return "o: shape " + to_string<3>(a.o_shape) + " must be q's " + to_string<3>(a.q_shape);
   if (a.k_shape[1] < 1 || a.q_shape[1] % a.k_shape[1] != 0) {
     return "k: its " + std::to_string(a.k_shape[1]) + " kv heads must divide q's " + std::to_string(a.q_shape[1]) +
            " heads";
@@ -53,8 +44,8 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
   for (const auto* strides : {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides}) {
     if ((*strides)[2] != 1) return "strides: the head dim must be contiguous (stride 1) in q, k, v and o";
   }
-  if (!rows_aligned(a.q, a.q_strides) || !rows_aligned(a.k, a.k_strides) || !rows_aligned(a.v, a.v_strides) ||
-      !rows_aligned(a.o, a.o_strides)) {
+  if (!rows_16_byte_aligned(a.q, a.q_strides, 2) || !rows_16_byte_aligned(a.k, a.k_strides, 2) ||
+      !rows_16_byte_aligned(a.v, a.v_strides, 2) || !rows_16_byte_aligned(a.o, a.o_strides, 2)) {
     return "layout: the decoding kernel needs 16-byte aligned rows (base pointers and row and head strides multiples "
            "of 8)";
   }
@@ -74,7 +65,7 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
     if (a.cu_seq_k == nullptr) return "cu_seq_k: packed keys need batch + 1 offsets";
   }
   if (a.window.left < -1 || a.window.right < -1) return "window: each bound is -1 (none) or >= 0";
-  const float scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(D));
+  const float scale = softmax_scale(a);
   if (!(scale > 0.0f) || !std::isfinite(scale)) return "scale: the decoding kernel needs a positive finite scale";
   if (a.num_splits < 0 || a.num_splits > 65535) return "num_splits: 0 (the plan's choice) to 65535";
   // Index arithmetic is 32-bit for rows and keys, 64-bit for addresses.
@@ -123,7 +114,7 @@ VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args) {
   }
   // The parts: as asked, else enough blocks to fill every SM's resident slots once.
   with_decode_config(args, [&]<class Cfg>() { plan.splits = decode_splits<Cfg>(args, *device); });
-  plan.partial_floats = plan.splits > 1 ? plan.splits * args.q_shape[0] * args.q_shape[1] * (args.q_shape[2] + 1) : 0;
+  plan.partial_floats = decode_partial_floats(args, plan.splits);
   return plan;
 }
 

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 
 #include "common/cuda/cuda_check.hpp"
@@ -46,6 +45,12 @@ int decode_splits(const FlashVarlenArgs& args, const DeviceInfo& device) {
   return split_kv_count(items, key_parts, device.sm_count * std::max(resident, 1), 1);
 }
 
+// The parts' workspace, in floats: (splits, T_q, H, D) partial O and (splits, H, T_q) partial L
+// (FlashVarlenArgs::partial); none for one part.
+inline index_t decode_partial_floats(const FlashVarlenArgs& args, int splits) {
+  return splits > 1 ? splits * args.q_shape[0] * args.q_shape[1] * (args.q_shape[2] + 1) : 0;
+}
+
 template <class Cfg>
 DecodeParams make_decode_params(const VarlenPlan& plan) {
   const FlashVarlenArgs& a = plan.args;
@@ -79,8 +84,7 @@ DecodeParams make_decode_params(const VarlenPlan& plan) {
   const index_t reach = a.max_q + a.max_k;
   p.window_left = a.window.left < 0 ? -1 : static_cast<int>(std::min(a.window.left, reach));
   p.window_right = a.window.right < 0 ? -1 : static_cast<int>(std::min(a.window.right, reach));
-  const float scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(a.q_shape[2]));
-  p.scale_log2 = scale * 1.4426950408889634f;
+  p.scale_log2 = softmax_scale(a) * 1.4426950408889634f;
   return p;
 }
 

@@ -26,8 +26,7 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int turn_barrier(int wg) {
 // item's last tile (tile j of n_tiles), so that each barrier sees as many openings as waits: every
 // warpgroup takes one turn per tile of the item, skipped tiles included (consumer.cuh).
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int next_turn_barrier(int wg, int warpgroups) {
-  return warpgroups == 2 ? turn_barrier(1) - wg  // the other one's
-                         : turn_barrier(wg + 1 == warpgroups ? 0 : wg + 1);
+  return turn_barrier((wg + 1) % warpgroups);
 }
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr bool opens_first_turn(int wg, int warpgroups) {
   return wg + 1 == warpgroups;
