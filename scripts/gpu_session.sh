@@ -330,7 +330,7 @@ phase_package() {
 }
 
 phase_decode() {
-  local bin=step07_benchmark/step07_decode_gpu_tests rc=0 ops="$build/python/libfa2_torch_ops.so"
+  local bin=step07_benchmark/step07_decode_gpu_tests rc=0 ops="$PWD/$build/python/libfa2_torch_ops.so"
   local targets=(step07_decode_gpu_tests step07_decode_bench)
   if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
   configure_and_build "${targets[@]}"

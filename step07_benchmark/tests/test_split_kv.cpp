@@ -92,16 +92,38 @@ TEST_SUITE("variants") {
     for (const float x : out) CHECK(x == 0.0f);
   }
 
-  TEST_CASE("split-KV's part count: enough blocks for two per SM, within the key blocks and the cap") {
+  TEST_CASE("split-KV's part count fills the waves of resident blocks with as few parts as it can") {
     using fa2::flash::split_kv_count;
-    // One sequence, 8 kv heads (decoding, the group's query heads together): 8 items on 132 SMs.
-    CHECK(split_kv_count(8, 1024, 132) == 33);     // 8 x 33 = 264 blocks
-    CHECK(split_kv_count(8 * 128, 32, 132) == 1);  // 128 sequences fill the GPU alone
+    // 132 SMs holding two blocks each: 264 slots. One sequence with 8 kv heads is 8 items.
+    CHECK(split_kv_count(8, 1024, 132) == 32);     // 256 of 264 slots; 33 would fill them all, 31 only 94%
+    CHECK(split_kv_count(64, 128, 132) == 4);      // 256 blocks; 5 parts would run 320 in two waves
+    CHECK(split_kv_count(8 * 128, 32, 132) == 1);  // 128 sequences: 1024 blocks fill 97% of four waves
     CHECK(split_kv_count(8, 4, 132) == 4);         // no more parts than blocks of keys
-    CHECK(split_kv_count(1, 100000, 132) == 128);  // the cap
+    CHECK(split_kv_count(1, 100000, 132) == 122);  // the cap of 128 parts: 122 is within 5% of it
     CHECK(split_kv_count(1, 1, 132) == 1);         // one block of keys cannot be cut
     CHECK(split_kv_count(264, 1024, 132) == 1);    // exactly two per SM already
-    CHECK(split_kv_count(263, 1024, 132) == 2);
+    CHECK(split_kv_count(300, 1024, 132) == 6);    // 1800 blocks fill 7 waves to 97%; 1 part, 2 waves to 57%
+
+    // Against a brute force over every count: the result's last wave is as full as the best's, up
+    // to 5%, and every smaller count leaves more of it empty.
+    const auto fill = [](long long items, int s, long long slots) {
+      const long long blocks = items * s, waves = (blocks + slots - 1) / slots;
+      return static_cast<double>(blocks) / static_cast<double>(waves * slots);
+    };
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> items_of(1, 3000), keys_of(1, 400), sms_of(1, 200), resident_of(1, 4);
+    for (int trial = 0; trial < 2000; ++trial) {
+      const int items = items_of(rng), key_blocks = keys_of(rng), sms = sms_of(rng), resident = resident_of(rng);
+      const int s = split_kv_count(items, key_blocks, sms, resident);
+      const long long slots = static_cast<long long>(sms) * resident;
+      const int most = std::min(key_blocks, 128);
+      REQUIRE(s >= 1);
+      REQUIRE(s <= most);
+      double best = 0.0;
+      for (int t = 1; t <= most; ++t) best = std::max(best, fill(items, t, slots));
+      CHECK(fill(items, s, slots) >= 0.95 * best);
+      for (int t = 1; t < s; ++t) CHECK(fill(items, t, slots) < 0.95 * best);
+    }
   }
 
   TEST_CASE("the decoding schedule counts every key a query sees once, and masks off the others") {

@@ -17,19 +17,29 @@
 
 namespace fa2::flash {
 
-// How many parts to cut each sequence's keys into (of key_blocks blocks of keys) so that the
-// work items (sequences x kv heads x query tiles) times the parts give at least `waves` blocks per
-// SM, never more parts than blocks of keys nor than max_splits. 1 when the items alone fill the
-// GPU: a split costs a combine pass and the partial outputs' traffic.
+// How many parts to cut each sequence's keys into (of key_blocks blocks of keys), given the work
+// items (sequences x kv heads x query tiles) and the blocks the GPU holds at once (slots = SMs x
+// resident blocks per SM). The blocks run in waves of `slots`, and a last wave that is partly empty
+// leaves SMs idle while the memory could still be read: s parts fill the waves to
+//   fill(s) = items s / (slots ceil(items s / slots)),
+// so the count is the smallest s whose fill is within 5% of the best over 1 .. min(key_blocks,
+// max_splits): fewer parts mean fewer partial outputs for the combine pass to read back.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr double split_wave_fill(long long work_items, int splits, long long slots) {
+  const long long blocks = work_items * splits;
+  return static_cast<double>(blocks) / static_cast<double>(slots * ((blocks + slots - 1) / slots));
+}
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int split_kv_count(long long work_items, int key_blocks, int sm_count,
                                                               int waves = 2, int max_splits = 128) {
-  if (work_items <= 0 || key_blocks <= 1) return 1;
-  const long long wanted = static_cast<long long>(waves) * sm_count;
-  if (work_items >= wanted) return 1;
-  long long splits = (wanted + work_items - 1) / work_items;
-  if (splits > key_blocks) splits = key_blocks;
-  if (splits > max_splits) splits = max_splits;
-  return static_cast<int>(splits);
+  if (work_items <= 0 || key_blocks <= 1 || sm_count <= 0 || waves <= 0) return 1;
+  const long long slots = static_cast<long long>(waves) * sm_count;
+  const int most = key_blocks < max_splits ? key_blocks : max_splits;
+  double best = 0.0;
+  for (int s = 1; s <= most; ++s)
+    best = best > split_wave_fill(work_items, s, slots) ? best : split_wave_fill(work_items, s, slots);
+  for (int s = 1; s <= most; ++s) {
+    if (split_wave_fill(work_items, s, slots) >= 0.95 * best) return s;
+  }
+  return 1;
 }
 
 // The merge of a row's parts, before any output is read: m = max_s L_s and log_l = log sum_s

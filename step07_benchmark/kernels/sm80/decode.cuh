@@ -34,7 +34,7 @@ namespace fa2::flash {
 
 // A configuration: what v5's warp pieces read (D, WARP_M, BLOCK_N, Q_IN_REGS, SWIZZLE, FLOAT16,
 // CHUNKS) and the decoding block's own shape.
-template <int D_, int NUM_WARPS_, int STAGES_, bool FLOAT16_ = false>
+template <int D_, int NUM_WARPS_, int STAGES_, bool ROW_LOADS_ = true, bool FLOAT16_ = false>
 struct DecodeConfig {
   static constexpr int D = D_;
   static constexpr int WARP_M = 1;  // the block's 16 rows, every warp the same ones
@@ -46,7 +46,11 @@ struct DecodeConfig {
   static constexpr bool Q_IN_REGS = true;
   static constexpr bool SWIZZLE = true;
   static constexpr bool FLOAT16 = FLOAT16_;
-  using Float16 = DecodeConfig<D_, NUM_WARPS_, STAGES_, true>;
+  // How a warp's lanes copy a tile: true, whole rows per instruction (32 / CHUNKS rows, each lane
+  // one 16-byte chunk), so that an instruction reads 2 to 8 rows of 64 to 256 bytes; false, one key
+  // row per lane (lanes 16-31 the row's other half), 16 rows per instruction and 16 bytes of each.
+  static constexpr bool ROW_LOADS = ROW_LOADS_;
+  using Float16 = DecodeConfig<D_, NUM_WARPS_, STAGES_, ROW_LOADS_, true>;
   static constexpr int CHUNKS = D / kChunkElems;
   static constexpr int TILE_ELEMS = BLOCK_N * D;
   // The warps' merge: each warp's O rows (padded by 4 floats against bank conflicts), m and l.
@@ -141,9 +145,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   elem16* sK = stages + warp * S * 2 * Cfg::TILE_ELEMS;  // S stages of K, then S of V
   elem16* sV = sK + S * Cfg::TILE_ELEMS;
   const index_t kv_col = static_cast<index_t>(kv_head);
-  // Lane l loads key l % 16 of a tile, half l / 16 of its chunks. key_row(j): the cache row of its
-  // key of tile j, -1 past the block's keys; in a paged cache it reads the block table, and the
-  // loop asks one tile ahead, so that the read's latency passes under a tile's products.
+  // key_row(j): the cache row of key lane % 16 of tile j, -1 past the block's keys; in a paged
+  // cache it reads the block table, and the loop asks one tile ahead, so that the read's latency
+  // passes under a tile's products. load_tile spreads the rows over the lanes that copy them.
   const auto key_row = [&](int j) -> index_t {
     const int key = k_first + (part.begin + warp + j * NW) * BN + lane % 16;
     if (key > k_last) return -1;
@@ -154,17 +158,30 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
     return static_cast<index_t>(key_row0) + key;
   };
   const auto load_tile = [&](int j, index_t row) {
-    const int stage = j % S;
-    const bool valid = row >= 0;
-    const elem16* k_src = p.K + (valid ? row : 0) * p.stride_kt + kv_col * p.stride_kh;
-    const elem16* v_src = p.V + (valid ? row : 0) * p.stride_vt + kv_col * p.stride_vh;
-    constexpr int half_chunks = Cfg::CHUNKS / 2;
+    elem16* k_dst = sK + (j % S) * Cfg::TILE_ELEMS;
+    elem16* v_dst = sV + (j % S) * Cfg::TILE_ELEMS;
+    const auto copy_chunk = [&](int r, int c, index_t cache_row) {
+      const bool valid = cache_row >= 0;
+      const index_t at_row = valid ? cache_row : 0;
+      const int at = tile_offset<Cfg>(r, c);
+      cp_async_16(smem_address(k_dst + at),
+                  valid ? p.K + at_row * p.stride_kt + kv_col * p.stride_kh + c * kChunkElems : p.K, valid);
+      cp_async_16(smem_address(v_dst + at),
+                  valid ? p.V + at_row * p.stride_vt + kv_col * p.stride_vh + c * kChunkElems : p.V, valid);
+    };
+    if constexpr (Cfg::ROW_LOADS) {
+      // Lane l copies chunk l % CHUNKS of row l / CHUNKS (+ 32 / CHUNKS per step); the rows' cache
+      // positions come from the lanes that hold them (lane r: key r of the tile).
+      constexpr int rows_per_step = 32 / Cfg::CHUNKS;
 #pragma unroll
-    for (int cc = 0; cc < half_chunks; ++cc) {
-      const int c = (lane / 16) * half_chunks + cc;
-      const int at = stage * Cfg::TILE_ELEMS + tile_offset<Cfg>(lane % 16, c);
-      cp_async_16(smem_address(sK + at), valid ? k_src + c * kChunkElems : p.K, valid);
-      cp_async_16(smem_address(sV + at), valid ? v_src + c * kChunkElems : p.V, valid);
+      for (int step = 0; step < BN / rows_per_step; ++step) {
+        const int r = step * rows_per_step + lane / Cfg::CHUNKS;
+        copy_chunk(r, lane % Cfg::CHUNKS, __shfl_sync(0xffffffffu, row, r));
+      }
+    } else {
+      constexpr int half_chunks = Cfg::CHUNKS / 2;
+#pragma unroll
+      for (int cc = 0; cc < half_chunks; ++cc) copy_chunk(lane % 16, (lane / 16) * half_chunks + cc, row);
     }
   };
 #pragma unroll
