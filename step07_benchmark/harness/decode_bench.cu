@@ -73,12 +73,14 @@ std::vector<Config> configs() {
   std::vector<Config> c;
   c.push_back({"product", [](const fa2::FlashVarlenArgs& a) { return fa2::flash::plan_varlen_forward(a).splits; },
                [](const fa2::flash::VarlenPlan& plan) { fa2::flash::run(plan); }});
-  c.push_back(lab_config<DecodeConfig<D, 4, 3, false>>("4 warps, 3 stages, a key per lane"));
+  c.push_back(lab_config<DecodeConfig<D, 4, 3, 16, false>>("4 warps, 3 stages, a key per lane"));
   c.push_back(lab_config<DecodeConfig<D, 4, 2>>("4 warps, 2 stages"));
   c.push_back(lab_config<DecodeConfig<D, 4, 3>>("4 warps, 3 stages"));
   c.push_back(lab_config<DecodeConfig<D, 4, 4>>("4 warps, 4 stages"));
   c.push_back(lab_config<DecodeConfig<D, 8, 2>>("8 warps, 2 stages"));
   c.push_back(lab_config<DecodeConfig<D, 8, 3>>("8 warps, 3 stages"));
+  c.push_back(lab_config<DecodeConfig<D, 4, 2, 32>>("4 warps, 2 stages of 32 keys"));
+  c.push_back(lab_config<DecodeConfig<D, 4, 3, 32>>("4 warps, 3 stages of 32 keys"));
   return c;
 }
 

@@ -8,7 +8,7 @@
 //     so each key is read once per group of query heads;
 //   - the keys are cut into parts (split-KV, device/split_kv.hpp): each part a block that writes
 //     its O and L, a last kernel merges the parts by their logsumexp (step 1's merge once more);
-//   - inside a block each warp streams its own tiles of 16 keys (tiles w, w + NUM_WARPS, ...) through
+//   - inside a block each warp streams its own tiles of BLOCK_N keys (tiles w, w + NUM_WARPS, ...) through
 //     its own cp.async stages, with no barrier between warps, and keeps its own softmax state; the
 //     warps' states merge through shared memory at the end, by the same rule.
 // Decoding reads K and V once and does little with them: its speed is the memory bandwidth's. The
@@ -34,12 +34,12 @@ namespace fa2::flash {
 
 // A configuration: what v5's warp pieces read (D, WARP_M, BLOCK_N, Q_IN_REGS, SWIZZLE, FLOAT16,
 // CHUNKS) and the decoding block's own shape.
-template <int D_, int NUM_WARPS_, int STAGES_, bool ROW_LOADS_ = true, bool FLOAT16_ = false>
+template <int D_, int NUM_WARPS_, int STAGES_, int BLOCK_N_ = 16, bool ROW_LOADS_ = true, bool FLOAT16_ = false>
 struct DecodeConfig {
   static constexpr int D = D_;
   static constexpr int WARP_M = 1;  // the block's 16 rows, every warp the same ones
   static constexpr int BLOCK_M = 16;
-  static constexpr int BLOCK_N = 16;  // keys of a warp's tile
+  static constexpr int BLOCK_N = BLOCK_N_;  // keys of a warp's tile: 16 or 32
   static constexpr int NUM_WARPS = NUM_WARPS_;
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;
   static constexpr int STAGES = STAGES_;  // a warp's tiles in shared memory: STAGES - 1 in flight
@@ -50,7 +50,7 @@ struct DecodeConfig {
   // one 16-byte chunk), so that an instruction reads 2 to 8 rows of 64 to 256 bytes; false, one key
   // row per lane (lanes 16-31 the row's other half), 16 rows per instruction and 16 bytes of each.
   static constexpr bool ROW_LOADS = ROW_LOADS_;
-  using Float16 = DecodeConfig<D_, NUM_WARPS_, STAGES_, ROW_LOADS_, true>;
+  using Float16 = DecodeConfig<D_, NUM_WARPS_, STAGES_, BLOCK_N_, ROW_LOADS_, true>;
   static constexpr int CHUNKS = D / kChunkElems;
   static constexpr int TILE_ELEMS = BLOCK_N * D;
   // The warps' merge: each warp's O rows (padded by 4 floats against bank conflicts), m and l.
@@ -62,6 +62,7 @@ struct DecodeConfig {
       q_bytes + std::max(stage_bytes, merge_bytes) + 2 * std::size_t{NUM_WARPS} * BLOCK_M * sizeof(float);
   static_assert(D == 32 || D == 64 || D == 128, "head dims 32, 64 and 128");
   static_assert(STAGES >= 2, "a tile lands while the one before computes");
+  static_assert(BLOCK_N == 16 || (BLOCK_N == 32 && ROW_LOADS), "a lane looks up one key of a tile");
 };
 
 // The kernels' arguments, from FlashVarlenArgs (decode.cu's make_decode_params). Strides in elements.
@@ -145,11 +146,11 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   elem16* sK = stages + warp * S * 2 * Cfg::TILE_ELEMS;  // S stages of K, then S of V
   elem16* sV = sK + S * Cfg::TILE_ELEMS;
   const index_t kv_col = static_cast<index_t>(kv_head);
-  // key_row(j): the cache row of key lane % 16 of tile j, -1 past the block's keys; in a paged
+  // key_row(j): the cache row of key lane % BLOCK_N of tile j, -1 past the block's keys; in a paged
   // cache it reads the block table, and the loop asks one tile ahead, so that the read's latency
   // passes under a tile's products. load_tile spreads the rows over the lanes that copy them.
   const auto key_row = [&](int j) -> index_t {
-    const int key = k_first + (part.begin + warp + j * NW) * BN + lane % 16;
+    const int key = k_first + (part.begin + warp + j * NW) * BN + lane % BN;
     if (key > k_last) return -1;
     if (p.page_size > 0) {
       return static_cast<index_t>(p.block_table[b * p.block_table_stride + key / p.page_size]) * p.page_size +
