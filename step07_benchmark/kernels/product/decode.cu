@@ -20,7 +20,7 @@ namespace {
 // The configurations, per head dim: 4 warps, and as many stages as keep a few blocks per SM. At
 // head dim 128 a warp's stage is 8 KB (16 keys of K and V): 3 stages, 100 KB a block, two per SM.
 template <int D>
-using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6)>;
+using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6), 16, false>;
 
 std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (a.dtype != DType::bfloat16 && a.dtype != DType::float16)
