@@ -48,9 +48,12 @@
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
 #   scripts/gpu_session.sh decode   [OUT]  the decoding kernel in one call: its GPU tests, memcheck,
-#                                          racecheck and synccheck on its float16 case, step07_decode_bench
-#                                          (its configurations, packed and in pages of 64), test_varlen.py,
-#                                          then python/benchmarks/varlen.py --mode decode (DECODE_ARGS)
+#                                          racecheck and synccheck on its float16 case, test_varlen.py,
+#                                          memcheck over its CUDA decoding and paged cases (each tensor
+#                                          its own allocation), step07_decode_bench (its configurations,
+#                                          packed and in pages of 64), ncu on the product's kernel at
+#                                          B 8, cache 32768 (OUT/ncu_decode.txt; NCU=0: no ncu), then
+#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -58,7 +61,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,57p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,60p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -340,20 +343,40 @@ phase_decode() {
   echo "  exit $rc | $(grep -E "test cases:" "$out/decode_tests.log" | tail -n 1)" \
     "| $(grep -E "assertions:" "$out/decode_tests.log" | tail -n 1)"
   grep -E "ERROR|FAILED|timed out" "$out/decode_tests.log" | head -n 20
+  if [ -f "$ops" ]; then
+    log "pytest: test_varlen.py"
+    FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest python/tests/test_varlen.py -q -rs \
+      -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
+    tail -n 3 "$out/pytest_varlen.log"
+  fi
   for tool in memcheck racecheck synccheck; do
     sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
   done
+  if [ -f "$ops" ]; then
+    log "memcheck over test_varlen.py's decoding and paged cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+    rc=0
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
+      --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
+      -k "decod or paged" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || status=1
+    echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
+      "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
+  fi
   for pages in 0 64; do
     log "step07_decode_bench --page-size=$pages"
     timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" --csv="$out/decode_bench_p$pages.csv" \
       > "$out/decode_bench_p$pages.md" 2>&1 || status=1
     cat "$out/decode_bench_p$pages.md"
   done
+  if [ "${NCU:-1}" != 0 ]; then
+    log "ncu on the product's decoding kernel (its first launch), B 8, cache 32768"
+    timeout 300 ncu --clock-control none --kernel-name regex:decode_kernel --launch-count 1 --section SpeedOfLight \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+      "$build/step07_benchmark/step07_decode_bench" --points=8x32768 --rounds=1 > "$out/ncu_decode.txt" 2>&1 || status=1
+    grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Warp Cycles Per Issued|L2 Hit|L1/TEX Hit" \
+      "$out/ncu_decode.txt" | head -n 12
+  fi
   if [ -f "$ops" ]; then
-    log "pytest: test_varlen.py"
-    FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest python/tests/test_varlen.py -q -rs \
-      -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
-    tail -n 3 "$out/pytest_varlen.log"
     log "python/benchmarks/varlen.py --mode decode ${DECODE_ARGS:-}"
     # shellcheck disable=SC2086
     (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
