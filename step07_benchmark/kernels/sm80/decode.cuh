@@ -48,7 +48,8 @@ struct DecodeConfig {
   static constexpr bool FLOAT16 = FLOAT16_;
   // How a warp's lanes copy a tile: true, whole rows per instruction (32 / CHUNKS rows, each lane
   // one 16-byte chunk), so that an instruction reads 2 to 8 rows of 64 to 256 bytes; false, one key
-  // row per lane (lanes 16-31 the row's other half), 16 rows per instruction and 16 bytes of each.
+  // row per lane (lanes 16-31 the row's other half): 16 rows per instruction, two 16-byte pieces of
+  // each.
   static constexpr bool ROW_LOADS = ROW_LOADS_;
   using Float16 = DecodeConfig<D_, NUM_WARPS_, STAGES_, BLOCK_N_, ROW_LOADS_, true>;
   static constexpr int CHUNKS = D / kChunkElems;
