@@ -22,8 +22,9 @@ namespace fa2::flash {
 // resident blocks per SM). The blocks run in waves of `slots`, and a last wave that is partly empty
 // leaves SMs idle while the memory could still be read: s parts fill the waves to
 //   fill(s) = items s / (slots ceil(items s / slots)),
-// so the count is the smallest s whose fill is within 5% of the best over 1 .. min(key_blocks,
-// max_splits): fewer parts mean fewer partial outputs for the combine pass to read back.
+// and the count is the smallest s whose fill reaches kSplitFillShare of the best over 1 ..
+// min(key_blocks, max_splits): fewer parts mean fewer partial outputs for the combine to read.
+inline constexpr double kSplitFillShare = 0.95;
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr double split_wave_fill(long long work_items, int splits, long long slots) {
   const long long blocks = work_items * splits;
   return static_cast<double>(blocks) / static_cast<double>(slots * ((blocks + slots - 1) / slots));
@@ -34,12 +35,13 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int split_kv_count(long long work_ite
   const long long slots = static_cast<long long>(waves) * sm_count;
   const int most = key_blocks < max_splits ? key_blocks : max_splits;
   double best = 0.0;
-  for (int s = 1; s <= most; ++s)
-    best = best > split_wave_fill(work_items, s, slots) ? best : split_wave_fill(work_items, s, slots);
   for (int s = 1; s <= most; ++s) {
-    if (split_wave_fill(work_items, s, slots) >= 0.95 * best) return s;
+    const double fill = split_wave_fill(work_items, s, slots);
+    if (fill > best) best = fill;
   }
-  return 1;
+  int s = 1;
+  while (split_wave_fill(work_items, s, slots) < kSplitFillShare * best) ++s;
+  return s;
 }
 
 // The merge of a row's parts, before any output is read: m = max_s L_s and log_l = log sum_s

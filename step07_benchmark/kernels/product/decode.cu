@@ -112,7 +112,7 @@ VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args) {
                    std::to_string(device->cc_minor);
     return plan;
   }
-  // The parts: as asked, else enough blocks to fill every SM's resident slots once.
+  // The parts: as asked, else split_kv_count's choice (decode_splits).
   with_decode_config(args, [&]<class Cfg>() { plan.splits = decode_splits<Cfg>(args, *device); });
   plan.partial_floats = decode_partial_floats(args, plan.splits);
   return plan;

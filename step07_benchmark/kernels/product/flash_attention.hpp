@@ -70,7 +70,7 @@ void backward(const FlashBwdArgs& args, ::CUstream_st* stream = nullptr);
 // sm80/decode.cuh, made for a few queries per sequence (1 to 16) against long caches, packed or
 // paged, on every GPU from sm_80 on (any number of queries runs, 16 query rows of a kv head per
 // block). The plan checks the arguments and chooses how many parts each sequence's keys are cut
-// into (args.num_splits, or enough blocks to fill the GPU once); with more than one the caller
+// into (args.num_splits, or the count that best fills the GPU's waves of blocks); with more than one the caller
 // gives it partial_floats floats of device memory in plan.args.partial before run(). The index
 // arrays are read on the GPU and trusted: cu_seq_q, cu_seq_k, seqused_k and block_table must
 // describe rows inside q, k and v, with max_q and max_k at least every sequence's lengths

@@ -29,8 +29,8 @@ void opt_in_decode(const DeviceInfo& device) {
   opt_in_shared_memory(decode_kernel<Cfg>, Cfg::smem_bytes, device, opted_in, "decode");
 }
 
-// args.num_splits, or enough blocks of this configuration to fill every SM's resident slots once,
-// at most one part per kMinKeysPerPart keys of the longest cache.
+// args.num_splits, or split_kv_count's choice for this configuration's resident blocks per SM, at
+// most one part per kMinKeysPerPart keys of the longest cache.
 template <class Cfg>
 int decode_splits(const FlashVarlenArgs& args, const DeviceInfo& device) {
   if (args.num_splits > 0) return args.num_splits;
