@@ -102,8 +102,9 @@ struct FlashBwdArgs : FlashFwdArgs {
   float* dkv_partial = nullptr;
 };
 
-// Packed sequences of different lengths, forward only (the product's decoding kernel,
-// kernels/product/flash_attention.hpp's plan_varlen_forward): PyTorch's varlen_attn layout. Sequence
+// Packed sequences of different lengths, forward only (the product's decoding kernel and the sm90
+// path's packed forward, kernels/product/flash_attention.hpp's plan_varlen_forward and
+// plan_packed_forward): PyTorch's varlen_attn layout. Sequence
 // b's queries are rows cu_seq_q[b] .. cu_seq_q[b + 1] - 1 of q, (T_q, H, D); its keys are rows
 // cu_seq_k[b] .. of k and v, (T_k, H_kv, D), the first seqused_k[b] of them when seqused_k is
 // given, or, in a paged cache (page_size > 0), key t of sequence b is row
@@ -141,6 +142,14 @@ struct FlashVarlenArgs {
   // The parts' outputs when a plan splits (VarlenPlan::partial_floats floats, device memory):
   // (splits, T_q, H, D) partial O, then (splits, H, T_q) partial L.
   float* partial = nullptr;
+  // The packed forward of the sm90 path (plan_packed_forward) plans its schedule on the host from
+  // the lengths: host copies of cu_seq_q, cu_seq_k and (when given) seqused_k, the same values as
+  // the device arrays. `schedule` is the device memory the schedule is copied to
+  // (PackedPlan::schedule_bytes, 16-byte aligned). The decoding kernel reads neither.
+  const std::int32_t* cu_seq_q_host = nullptr;
+  const std::int32_t* cu_seq_k_host = nullptr;
+  const std::int32_t* seqused_k_host = nullptr;
+  void* schedule = nullptr;
 };
 
 // The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch

@@ -1,6 +1,6 @@
 // The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
-// forward and backward) behind torch.ops, and fa2::varlen_decode (step07's decoding kernel, CUDA
-// only), for the Python package fa2_attention. The CUDA implementations launch on Torch's current
+// forward and backward) behind torch.ops, and fa2::varlen_decode and fa2::varlen_packed (step07's
+// decoding kernel and v6's packed forward, CUDA only), for the Python package fa2_attention. The CUDA implementations launch on Torch's current
 // stream; the CPU ones run the same kernel bodies on the host.
 //   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
 #include <ATen/ATen.h>
@@ -475,7 +475,77 @@ std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
   return {out, lse};
 }
 
+// ---- packed batches: sequences of any lengths in one launch (python/fa2_attention/varlen.py) ------
+
+constexpr const char* kVarlenPacked = "fa2::varlen_packed";
+
+// v6's packed forward on CUDA (kernel="fast" on an sm_90 GPU): every sequence's query tiles in one
+// launch, the longest first, the rows read and written where they lie. The plan reads the lengths
+// from host copies of the index tensors and checks them against the tensors. The rows past
+// cu_seq_q[-1] are left for the caller to fill.
+std::tuple<at::Tensor, at::Tensor> varlen_packed_cuda(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                                      const at::Tensor& cu_seq_q, const at::Tensor& cu_seq_k,
+                                                      const std::optional<at::Tensor>& seqused_k, std::int64_t max_q,
+                                                      std::int64_t max_k, std::optional<double> scale,
+                                                      std::int64_t window_left, std::int64_t window_right) {
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.sizes().equals(k.sizes()), kVarlenPacked,
+              ": q must be (T_q, H, D) and k, v both (T_k, H_kv, D), got ", q.sizes(), ", ", k.sizes(), " and ",
+              v.sizes());
+  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kVarlenPacked,
+              ": v6's packed forward takes bfloat16 or float16, got ", dtype_name(q));
+  for (const auto& [name, t] : {std::pair{"k", &k}, std::pair{"v", &v}}) {
+    TORCH_CHECK(t->scalar_type() == q.scalar_type() && t->device() == q.device(), kVarlenPacked, ": ", name,
+                " must have q's dtype and device");
+  }
+  const at::Tensor qv = kernel_view(q, Kernel::fast), kv = kernel_view(k, Kernel::fast),
+                   vv = kernel_view(v, Kernel::fast);
+  at::Tensor out = at::empty(q.sizes(), q.options());
+  at::Tensor lse = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
+  // The plan builds the schedule from the lengths on the host.
+  const at::Tensor cu_q_host = cu_seq_q.to(at::kCPU).contiguous(), cu_k_host = cu_seq_k.to(at::kCPU).contiguous();
+  at::Tensor used_host;
+  if (seqused_k) used_host = seqused_k->to(at::kCPU).contiguous();
+
+  fa2::FlashVarlenArgs a;
+  a.dtype = kernel_dtype(q);
+  a.q = qv.const_data_ptr(), a.q_shape = shape_of<3>(qv), a.q_strides = strides_of<3>(qv);
+  a.k = kv.const_data_ptr(), a.k_shape = shape_of<3>(kv), a.k_strides = strides_of<3>(kv);
+  a.v = vv.const_data_ptr(), a.v_shape = shape_of<3>(vv), a.v_strides = strides_of<3>(vv);
+  a.o = out.mutable_data_ptr(), a.o_shape = shape_of<3>(out), a.o_strides = strides_of<3>(out);
+  a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
+  a.batch = cu_seq_q.numel() - 1;
+  TORCH_CHECK(cu_seq_k.numel() == cu_seq_q.numel(), kVarlenPacked, ": cu_seq_k must have cu_seq_q's length");
+  a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);
+  a.cu_seq_k = int32_data("cu_seq_k", cu_seq_k, q);
+  a.seqused_k = int32_data("seqused_k", seqused_k, q);
+  a.cu_seq_q_host = cu_q_host.const_data_ptr<std::int32_t>();
+  a.cu_seq_k_host = cu_k_host.const_data_ptr<std::int32_t>();
+  if (seqused_k) a.seqused_k_host = used_host.const_data_ptr<std::int32_t>();
+  a.max_q = max_q, a.max_k = max_k;
+  a.scale = checked_scale(kVarlenPacked, scale);
+  a.window = {window_left, window_right};
+
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
+  fa2::flash::PackedPlan plan = fa2::flash::plan_packed_forward(a);
+  TORCH_CHECK(plan.runs(), kVarlenPacked, ": ", plan.refused);
+  const at::Tensor schedule = at::empty({std::max<std::int64_t>(plan.schedule_bytes, 1)}, q.options().dtype(at::kByte));
+  plan.args.schedule = schedule.data_ptr();
+  run_checked(kVarlenPacked, [&] { fa2::flash::run(plan, stream); });
+  return {out, lse};
+}
+
 #endif  // FA2_TORCH_OPS_WITH_CUDA
+
+// Empty when kernel="fast" can run v6 (and its packed forward) on the current CUDA device, else why
+// not (varlen.py asks before it chooses the packed forward).
+std::string sm90_unavailable() {
+#if FA2_TORCH_OPS_WITH_CUDA
+  return fa2::flash::sm90_unavailable();
+#else
+  return "this build of the operators has no CUDA";
+#endif
+}
 
 }  // namespace
 
@@ -493,6 +563,11 @@ TORCH_LIBRARY(fa2, m) {
       "varlen_decode(Tensor q, Tensor k, Tensor v, Tensor cu_seq_q, Tensor? cu_seq_k, Tensor? seqused_k, "
       "Tensor? block_table, int max_q, int max_k, float? scale, int window_left, int window_right, int num_splits) "
       "-> (Tensor out, Tensor lse)");
+  // CUDA only: varlen.py calls it for kernel="fast" on an sm_90 GPU for sequences of any lengths.
+  m.def(
+      "varlen_packed(Tensor q, Tensor k, Tensor v, Tensor cu_seq_q, Tensor cu_seq_k, Tensor? seqused_k, int max_q, "
+      "int max_k, float? scale, int window_left, int window_right) -> (Tensor out, Tensor lse)");
+  m.def("sm90_unavailable() -> str", &sm90_unavailable);
 }
 
 TORCH_LIBRARY_IMPL(fa2, CPU, m) {
@@ -505,5 +580,6 @@ TORCH_LIBRARY_IMPL(fa2, CUDA, m) {
   m.impl("forward", &forward_cuda);
   m.impl("backward", &backward_cuda);
   m.impl("varlen_decode", &varlen_decode_cuda);
+  m.impl("varlen_packed", &varlen_packed_cuda);
 }
 #endif

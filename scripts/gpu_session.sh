@@ -47,13 +47,17 @@
 #                                          BWD_SANITIZE_SECONDS and BWD_BENCH_SECONDS are the
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
-#   scripts/gpu_session.sh decode   [OUT]  the decoding kernel in one call: its GPU tests, memcheck,
-#                                          racecheck and synccheck on its float16 case, test_varlen.py,
-#                                          memcheck over its CUDA decoding and paged cases (each tensor
-#                                          its own allocation), step07_decode_bench (its configurations,
-#                                          packed and in pages of 64), ncu on the product's kernel at
-#                                          B 8, cache 32768 (OUT/ncu_decode.txt; NCU=0: no ncu), then
-#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS)
+#   scripts/gpu_session.sh decode   [OUT]  the varlen kernels in one call (the decoding kernel, v6's
+#                                          packed forward): their GPU tests, test_varlen.py,
+#                                          step07_decode_bench (its configurations, packed and in pages
+#                                          of 64), ncu on the product's decoding kernel at B 8, cache
+#                                          32768 (OUT/ncu_decode.txt; NCU=0: no ncu),
+#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS) and
+#                                          --mode train (TRAIN_ARGS; TRAIN=0: not run), then
+#                                          memcheck, racecheck and synccheck on the decoding kernel's
+#                                          float16 case, memcheck and synccheck on the packed forward's
+#                                          case, and memcheck over test_varlen.py's CUDA decoding, paged
+#                                          and packed cases (each tensor its own allocation)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -349,19 +353,6 @@ phase_decode() {
       -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
     tail -n 3 "$out/pytest_varlen.log"
   fi
-  for tool in memcheck racecheck synccheck; do
-    sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
-  done
-  if [ -f "$ops" ]; then
-    log "memcheck over test_varlen.py's decoding and paged cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-    rc=0
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
-      --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
-      -k "decod or paged" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
-    [ "$rc" -eq 0 ] || status=1
-    echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
-      "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
-  fi
   for pages in 0 64; do
     log "step07_decode_bench --page-size=$pages"
     timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" --csv="$out/decode_bench_p$pages.csv" \
@@ -382,6 +373,29 @@ phase_decode() {
     (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
       --mode decode ${DECODE_ARGS:-} --csv "$out/decode.csv" > "$out/decode.md" 2>&1) || status=1
     cat "$out/decode.md"
+  fi
+  if [ "${TRAIN:-1}" != 0 ] && [ -f "$ops" ]; then
+    log "python/benchmarks/varlen.py --mode train ${TRAIN_ARGS:-}"
+    # shellcheck disable=SC2086
+    (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
+      --mode train ${TRAIN_ARGS:-} --csv "$out/train.csv" > "$out/train.md" 2>&1) || status=1
+    cat "$out/train.md"
+  fi
+  for tool in memcheck racecheck synccheck; do
+    sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
+  done
+  for tool in memcheck synccheck; do
+    sanitize "packed_$tool" "$tool" 300 "$bin" "-tc=*packed forward*"
+  done
+  if [ -f "$ops" ]; then
+    log "memcheck over test_varlen.py's decoding, paged and packed cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+    rc=0
+    PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
+      --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
+      -k "decod or paged or packed" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || status=1
+    echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
+      "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
   fi
 }
 

@@ -1,8 +1,15 @@
 """varlen_attn: packed batches of sequences of different lengths, and a paged key/value cache, with
 PyTorch's torch.nn.attention.varlen.varlen_attn interface on this repository's kernels.
 
-Every sequence runs through the dense operators (fa2::forward, fa2::backward) on its own rows of
-the packed tensors. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
+With kernel="fast" on CUDA, when no sequence has more than 16 queries (decoding: the next token,
+or a few drafted ones), bfloat16 or float16 and head dim 32, 64 or 128, the forward is one launch
+of the decoding kernel (fa2::varlen_decode, step07_benchmark/kernels/sm80/decode.cuh) over every
+sequence, reading the packed or paged keys where they lie, the query heads of a kv head together,
+each long cache cut into parts (split-KV) that a second launch merges. Longer sequences on an
+sm_90 GPU (bfloat16 or float16, head dim 64 or 128, keys packed) run forward in one launch of v6's
+packed twin (fa2::varlen_packed): every sequence's query tiles, the longest first, read and written
+where they lie. Otherwise every sequence runs through the dense operators (fa2::forward,
+fa2::backward) on its own rows of the packed tensors; the backward always does. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
 functions align them: the last query of a sequence sits at its last key, so a query of a sequence
 with N_q queries and N_k keys stands at offset N_k - N_q, and query i sees key j when
 
@@ -14,6 +21,7 @@ plus the bound is negative) and the keys that no query sees (with a left bound, 
 and by moving the window's bounds by what is left of the offset (_dense_call).
 """
 
+import functools
 import math
 from typing import NamedTuple, Optional
 
@@ -203,6 +211,59 @@ def _written_rows(sequences, query_rows, key_rows, device):
     return queries, keys
 
 
+# The decoding kernel (step07_benchmark/kernels/sm80/decode.cuh) is made for a few queries per
+# sequence: the next token, or the few a speculative decoder drafts.
+_DECODE_MAX_QUERIES = 16
+
+
+def _decodes(query, kernel, sequences):
+    """Whether kernel="fast" runs these sequences on the decoding kernel (else the dense operators)."""
+    return (kernel == "fast" and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16)
+            and query.shape[2] in (32, 64, 128) and query.shape[0] > 0
+            and all(n_q <= _DECODE_MAX_QUERIES for _, n_q, *_ in sequences))
+
+
+def _decode(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window, num_splits):
+    """All sequences in one launch (two with split-KV): the decoding kernel reads the packed or paged
+    keys in place. Rows of query past the last sequence get out 0 and lse +inf."""
+    max_q = max((n_q for _, n_q, _, _, _ in sequences), default=0)
+    max_k = max((n_k for _, _, _, n_k, _ in sequences), default=0)
+    out, lse = torch.ops.fa2.varlen_decode(query, key, value, cu_seq_q, None if block_table is not None else cu_seq_k,
+                                           seqused_k, block_table, max_q, max_k, scale, window[0], window[1],
+                                           num_splits)
+    end = sequences[-1][0] + sequences[-1][1] if sequences else 0
+    out[end:] = 0
+    lse[:, end:] = math.inf
+    return out, lse
+
+
+@functools.lru_cache(maxsize=None)
+def _sm90_ready(device_index):
+    """Whether the operators run v6 on this CUDA device (an sm_90 GPU and a build with sm_90a code)."""
+    with torch.cuda.device(device_index):
+        return torch.ops.fa2.sm90_unavailable() == ""
+
+
+def _packs(query, kernel, block_table):
+    """Whether kernel="fast" runs the forward of every sequence in one launch of v6's packed twin."""
+    return (kernel == "fast" and query.is_cuda and block_table is None
+            and query.dtype in (torch.bfloat16, torch.float16) and query.shape[2] in (64, 128)
+            and query.shape[0] > 0 and _sm90_ready(query.device.index))
+
+
+def _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, window):
+    """All sequences in one launch of v6's packed twin, which reads and writes their rows in place.
+    Rows of query that no sequence owns get out 0 and lse +inf."""
+    max_q = max((n_q for _, n_q, _, _, _ in sequences), default=0)
+    max_k = max((n_k for _, _, _, n_k, _ in sequences), default=0)
+    out, lse = torch.ops.fa2.varlen_packed(query, key, value, cu_seq_q, cu_seq_k, seqused_k, max_q, max_k, scale,
+                                           window[0], window[1])
+    written, _ = _written_rows(sequences, query.shape[0], 0, query.device)
+    out[~written] = 0
+    lse[:, ~written] = math.inf
+    return out, lse
+
+
 def _forward(query, key, value, sequences, scale, kernel, allow_tf32):
     out = _poisoned(query.shape, query)
     lse = _poisoned((query.shape[1], query.shape[0]), query, torch.float32)
@@ -250,15 +311,20 @@ def _varlen_forward_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
                        cu_seq_k: Optional[torch.Tensor], max_q: int, max_k: int, scale: Optional[float],
                        window_left: int, window_right: int, seqused_k: Optional[torch.Tensor],
                        block_table: Optional[torch.Tensor], kernel: str, deterministic: bool,
-                       allow_tf32: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, (window_left, window_right), seqused_k,
-                      block_table)
+                       allow_tf32: bool, num_splits: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    window = (window_left, window_right)
+    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table)
+    if _decodes(query, kernel, sequences):
+        return _decode(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window,
+                       num_splits)
+    if _packs(query, kernel, block_table):
+        return _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, window)
     return _forward(query, key, value, sequences, scale, kernel, allow_tf32)
 
 
 @_varlen_forward_op.register_fake
 def _varlen_forward_fake(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale, window_left, window_right,
-                         seqused_k, block_table, kernel, deterministic, allow_tf32):
+                         seqused_k, block_table, kernel, deterministic, allow_tf32, num_splits=0):
     return query.new_empty(query.shape), query.new_empty((query.shape[1], query.shape[0]), dtype=torch.float32)
 
 
@@ -280,7 +346,7 @@ def _varlen_backward_fake(dout, query, key, value, out, lse, cu_seq_q, cu_seq_k,
 
 def _setup_context(ctx, inputs, output):
     (query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, scale, window_left, window_right, seqused_k, block_table,
-     kernel, deterministic, allow_tf32) = inputs
+     kernel, deterministic, allow_tf32, _num_splits) = inputs
     out, lse = output
     ctx.mark_non_differentiable(lse)
     ctx.save_for_backward(query, key, value, out, lse, cu_seq_q, cu_seq_k, seqused_k)
@@ -296,7 +362,7 @@ def _autograd_backward(ctx, dout, dlse):
     dq, dk, dv = torch.ops.fa2.varlen_backward(dout.contiguous(), query, key, value, out, lse, cu_seq_q, cu_seq_k,
                                                max_q, max_k, scale, window_left, window_right, seqused_k, kernel,
                                                deterministic, allow_tf32)
-    return dq, dk, dv, None, None, None, None, None, None, None, None, None, None, None, None
+    return dq, dk, dv, None, None, None, None, None, None, None, None, None, None, None, None, None
 
 
 _varlen_forward_op.register_autograd(_autograd_backward, setup_context=_setup_context)
@@ -330,12 +396,15 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     seqused_k[b] keys of sequence b take part (a cache longer than what it holds). block_table
     (int32, (B, pages per sequence)): sequence b's key t is row t % page_size of page
     block_table[b][t // page_size]; it needs seqused_k and is forward only. num_splits (None or at
-    least 1): how many parts a long cache is split over on the GPU; the CPU path runs each sequence
-    whole and accepts it. deterministic and kernel ("step05" or "fast") as flash_attention; scale
-    None is 1 / sqrt(D).
+    least 1): how many parts each sequence's keys are cut into on the decoding kernel (None: enough
+    blocks to fill the GPU once); the other paths run each sequence whole and accept it.
+    deterministic and kernel ("step05" or "fast") as flash_attention; scale None is 1 / sqrt(D).
 
-    Every sequence runs through the dense operators on its own rows (on the CPU, and on CUDA for
-    both kernels), so the work follows the tokens; gradients flow to query, key and value.
+    kernel="fast" on CUDA runs the forward of sequences of at most 16 queries (bfloat16 or float16,
+    head dim 32, 64 or 128) on the decoding kernel, all sequences in one launch; on an sm_90 GPU
+    the forward of longer ones (head dim 64 or 128, keys not paged) in one launch of v6's packed
+    twin. Otherwise, and for the backward, every sequence runs through the dense operators on its
+    own rows, so the work follows the tokens. Gradients flow to query, key and value.
 
     Errors (RuntimeError naming the argument): cu_seq_q or cu_seq_k not int32, not 1-D, not on the
     inputs' device, not starting at 0, decreasing, or ending past their tensor; max_q or max_k
@@ -369,7 +438,7 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     out, lse = torch.ops.fa2.varlen_forward(query, key, value, cu_seq_q, cu_seq_k, int(max_q), int(max_k), scale,
                                             left, right, seqused_k, block_table, kernel, bool(deterministic),
-                                            allow_tf32)
+                                            allow_tf32, 0 if num_splits is None else num_splits)
     if return_aux is not None and return_aux.lse:
         return out, lse
     return out

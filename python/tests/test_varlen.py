@@ -106,9 +106,9 @@ def run(query, key, value, dout, cu_q, cu_k, window, lengths, **kwargs):
     return out.detach(), lse, grads
 
 
-def check_against_reference(dtype_name, window, kv_heads, device="cpu", lengths=LENGTHS, seed=0, **kwargs):
+def check_against_reference(dtype_name, window, kv_heads, device="cpu", lengths=LENGTHS, seed=0, dim=32, **kwargs):
     dtype = dtype_of(dtype_name)
-    inputs = packed(lengths, 4, kv_heads, 32, dtype, device, seed=seed)
+    inputs = packed(lengths, 4, kv_heads, dim, dtype, device, seed=seed)
     out, lse, grads = run(*inputs, window, lengths, enable_gqa=kv_heads != 4, **kwargs)
     out_ref, lse_ref, grads_ref = reference(*inputs, window)
     assert_forward_close("out vs float64", out.cpu(), out_ref, dtype_name)
@@ -313,6 +313,25 @@ def test_bad_paged_inputs_are_refused():
 def test_cuda_matches_float64_sequence_by_sequence(kernel, dtype_name, window):
     # The fast kernels take head dims 32, 64 and 128: D 32 here.
     check_against_reference(dtype_name, window, 2, device="cuda", kernel=kernel)
+
+
+# Sequences longer than a query tile of v6's packed forward (128 rows), ragged ends, N_q above and
+# below N_k, and sequences without queries or keys.
+PACKED_LENGTHS = [(300, 300), (0, 3), (1, 1), (129, 129), (200, 450), (450, 200), (3, 0), (40, 40), (1, 333)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
+@pytest.mark.parametrize("dim", [64, 128])
+@pytest.mark.parametrize("window", [(-1, -1), (-1, 0), (40, 0), (3, 5)], ids=["full", "causal", "w40_0", "w3_5"])
+def test_cuda_packed_forward_matches_float64(dtype_name, dim, window):
+    # On an sm_90 GPU kernel="fast" runs these forwards in one launch of v6's packed twin (the
+    # backward sequence by sequence); elsewhere through the dense operators.
+    from fa2_attention import varlen
+    probe = torch.empty(1, 4, dim, dtype=dtype_of(dtype_name), device="cuda")
+    if torch.cuda.get_device_capability() == (9, 0) and torch.ops.fa2.sm90_unavailable() == "":
+        assert varlen._packs(probe, "fast", None), "an sm_90 GPU must run the packed forward"
+    check_against_reference(dtype_name, window, 2, device="cuda", lengths=PACKED_LENGTHS, dim=dim, kernel="fast")
 
 
 @pytest.mark.cuda

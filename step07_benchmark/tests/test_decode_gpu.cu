@@ -1,10 +1,12 @@
-// The product's decoding kernel (kernels/sm80/decode.cuh, planned by plan_varlen_forward) against
-// attention written out in float64 here: packed sequences of 0 to 16 queries against 0 to
+// The product's decoding kernel (kernels/sm80/decode.cuh, planned by plan_varlen_forward), and the
+// sm90 path's packed forward (v6's packed twins, planned by plan_packed_forward) on longer sequences,
+// against attention written out in float64 here. The decoding kernel's cases: packed sequences of 0 to 16 queries against 0 to
 // thousands of keys, the keys packed (with seqused_k shorter than the packing) or in a paged cache
 // whose pages are shuffled, grouped-query attention of 1 to 8 query heads per kv head, the causal
 // mask and windows aligned bottom-right, every head dim and both 16-bit dtypes, one part or many
 // (with more parts than tiles of keys). The outputs start as NaN: every row a sequence owns must be
-// written, and the rows past the last sequence must not be. The argument checks run without a GPU.
+// written, and the rows past the last sequence must not be; the input rows no sequence owns are NaN
+// too, and must not reach an output. The argument checks run without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -44,10 +46,11 @@ struct DecodeCase {
   int splits = 0;        // 0: the plan's choice
   bool seqused = false;  // pass seqused_k
   int row_pad = 0;       // elements after each row of q, o, k and v (a slice of a wider projection)
+  bool packed = false;   // the sm90 path's packed forward (plan_packed_forward), not the decoding kernel
 };
 
 std::string describe(const DecodeCase& c) {
-  std::string s = "D " + std::to_string(c.head_dim) + ", H " + std::to_string(c.heads) + "/" +
+  std::string s = std::string(c.packed ? "packed v6, " : "decoding, ") + "D " + std::to_string(c.head_dim) + ", H " + std::to_string(c.heads) + "/" +
                   std::to_string(c.kv_heads) + ", window (" + std::to_string(c.window.left) + ", " +
                   std::to_string(c.window.right) + "), " +
                   (c.page_size > 0 ? "pages of " + std::to_string(c.page_size) : std::string("packed")) + ", splits " +
@@ -107,9 +110,24 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
   // through the strides (a packed QKV projection's slices, an interleaved cache).
   const std::size_t q_row = static_cast<std::size_t>(H * D + c.row_pad),
                     kv_row = static_cast<std::size_t>(H_kv * D + c.row_pad);
-  const std::vector<T> q = draw(static_cast<std::size_t>(T_q) * q_row);
-  const std::vector<T> k = draw(static_cast<std::size_t>(key_rows) * kv_row);
-  const std::vector<T> v = draw(static_cast<std::size_t>(key_rows) * kv_row);
+  std::vector<T> q = draw(static_cast<std::size_t>(T_q) * q_row);
+  std::vector<T> k = draw(static_cast<std::size_t>(key_rows) * kv_row);
+  std::vector<T> v = draw(static_cast<std::size_t>(key_rows) * kv_row);
+  // Rows no sequence owns are NaN: the query rows past the last sequence, and the key and value rows
+  // past each sequence's used keys (seqused_k), in a page's unused tail and in the spare page or
+  // row. A kernel that reads one into a tile (even to multiply it by a probability of 0) turns its
+  // output into NaN.
+  const T nan = T(std::numeric_limits<float>::quiet_NaN());
+  std::fill(q.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(cu_q.back()) * q_row), q.end(), nan);
+  std::vector<bool> owned(static_cast<std::size_t>(key_rows), false);
+  for (int b = 0; b < batch; ++b) {
+    for (int t = 0; t < used[static_cast<std::size_t>(b)]; ++t) owned[key_row(b, t)] = true;
+  }
+  for (std::size_t r = 0; r < owned.size(); ++r) {
+    if (owned[r]) continue;
+    std::fill_n(k.begin() + static_cast<std::ptrdiff_t>(r * kv_row), kv_row, nan);
+    std::fill_n(v.begin() + static_cast<std::ptrdiff_t>(r * kv_row), kv_row, nan);
+  }
 
   DeviceBuffer<T> dq(q.size()), dk(k.size()), dv(v.size()), dout(q.size());
   dq.upload(q), dk.upload(k), dv.upload(v);
@@ -139,15 +157,29 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
   }
   a.window = c.window;
   a.num_splits = c.splits;
-  fa2::flash::VarlenPlan plan = fa2::flash::plan_varlen_forward(a);
-  REQUIRE_MESSAGE(plan.runs(), plan.refused);
-  if (c.splits > 0) CHECK(plan.splits == c.splits);
-  DeviceBuffer<float> partial(static_cast<std::size_t>(plan.partial_floats));
-  if (plan.partial_floats > 0) {
-    partial.fill_bytes(0xFF);
-    plan.args.partial = partial.data();
+  int splits = 1;
+  DeviceBuffer<float> partial;
+  DeviceBuffer<unsigned char> schedule;
+  if (c.packed) {
+    a.cu_seq_q_host = cu_q.data(), a.cu_seq_k_host = cu_k.data();
+    if (c.seqused) a.seqused_k_host = used.data();
+    fa2::flash::PackedPlan plan = fa2::flash::plan_packed_forward(a);
+    REQUIRE_MESSAGE(plan.runs(), plan.refused);
+    schedule = DeviceBuffer<unsigned char>(static_cast<std::size_t>(plan.schedule_bytes));
+    plan.args.schedule = schedule.data();
+    fa2::flash::run(plan);
+  } else {
+    fa2::flash::VarlenPlan plan = fa2::flash::plan_varlen_forward(a);
+    REQUIRE_MESSAGE(plan.runs(), plan.refused);
+    if (c.splits > 0) CHECK(plan.splits == c.splits);
+    splits = plan.splits;
+    partial = DeviceBuffer<float>(static_cast<std::size_t>(plan.partial_floats));
+    if (plan.partial_floats > 0) {
+      partial.fill_bytes(0xFF);
+      plan.args.partial = partial.data();
+    }
+    fa2::flash::run(plan);
   }
-  fa2::flash::run(plan);
   FA2_CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<T> out = dout.download();
   const std::vector<float> lse = dl.download();
@@ -211,7 +243,7 @@ void run_case(const DecodeCase& c, std::mt19937& rng) {
       if (!std::isnan(float(out[static_cast<std::size_t>(t) * q_row + e]))) ++unwritten;
     }
   }
-  INFO("worst |O - reference| ", worst, ", ", plan.splits, " parts");
+  INFO("worst |O - reference| ", worst, ", ", splits, " parts");
   CHECK(bad_o == 0);
   CHECK(bad_l == 0);
   CHECK_MESSAGE(unwritten == 0, "rows past cu_seq_q[batch], and o's padding, must be left as they were");
@@ -266,6 +298,42 @@ TEST_SUITE("variants") {
     }
   }
 
+  // The packed forward of the sm90 path: training-sized sequences (several query tiles of 128 and key
+  // tiles of 128, ragged ends, one row, none) in one launch.
+  TEST_CASE("GPU: v6's packed forward gives float64's O and L for every mask, group and head dim") {
+    FA2_SKIP_WITHOUT_GPU();
+    const std::string why_not = fa2::flash::sm90_unavailable();
+    if (!why_not.empty()) {
+      MESSAGE("skipped: " << why_not);
+      return;
+    }
+    std::mt19937 rng(20261206);
+    // Square sequences (the causal mask runs the causal kernel), then queries and keys that differ
+    // (bottom-right alignment runs the windowed twin), with sequences without queries or keys.
+    const std::vector<Sequence> square = {{300, 300}, {1, 1}, {0, 0}, {129, 129}, {520, 520}, {64, 64}, {127, 127}};
+    const std::vector<Sequence> ragged = {{200, 450}, {450, 200}, {3, 0}, {0, 50}, {1, 333}, {130, 1}, {256, 256}};
+    const std::vector<fa2::Window> windows = {{-1, -1}, {-1, 0}, {40, 0}, {3, 2}, {100, 150}};
+    for (const int D : {64, 128}) {
+      for (const auto& [heads, kv_heads] : {std::pair{4, 4}, std::pair{8, 2}, std::pair{6, 1}}) {
+        for (const fa2::Window w : windows) {
+          for (const auto* sequences : {&square, &ragged}) {
+            DecodeCase c{D, heads, kv_heads, *sequences, w, 0, 0, false, 0, true};
+            run_case<fa2::bf16>(c, rng);
+          }
+        }
+      }
+      // float16; seqused_k shorter than the packed rows (the rows past it are NaN); strided rows.
+      DecodeCase used{D, 8, 2, {{300, 900, 300}, {40, 40, 40}, {17, 30, 0}, {130, 600, 77}}, {-1, 0}, 0, 0, true, 0, true};
+      run_case<fa2::fp16>(used, rng);
+      used.window = {-1, -1};
+      run_case<fa2::bf16>(used, rng);
+      DecodeCase strided{D, 8, 2, ragged, {-1, 0}, 0, 0, false, 8, true};
+      run_case<fa2::fp16>(strided, rng);
+      strided.sequences = square;
+      run_case<fa2::bf16>(strided, rng);
+    }
+  }
+
   TEST_CASE("the decoding plan refuses bad arguments, naming them (no GPU needed)") {
     fa2::FlashVarlenArgs a;
     alignas(16) static std::uint16_t storage[64 * 8];
@@ -300,5 +368,43 @@ TEST_SUITE("variants") {
     CHECK(refused(bad).rfind("scale:", 0) == 0);
     bad = a, bad.l_shape = {2, 4};
     CHECK(refused(bad).rfind("l:", 0) == 0);
+  }
+
+  TEST_CASE("the packed plan refuses bad arguments and lengths, naming them (no GPU needed)") {
+    fa2::FlashVarlenArgs a;
+    alignas(16) static std::uint16_t storage[64 * 8];
+    static float l[64];
+    static std::int32_t cu[3] = {0, 1, 2};
+    a.q = a.k = a.v = storage, a.o = storage, a.l = l;
+    a.q_shape = {2, 4, 64}, a.q_strides = {256, 64, 1};
+    a.k_shape = {2, 2, 64}, a.k_strides = {128, 64, 1};
+    a.v_shape = a.k_shape, a.v_strides = a.k_strides;
+    a.o_shape = a.q_shape, a.o_strides = a.q_strides;
+    a.l_shape = {4, 2}, a.l_strides = {2, 1};
+    a.batch = 2, a.cu_seq_q = cu, a.cu_seq_k = cu, a.max_q = 1, a.max_k = 1;
+    a.cu_seq_q_host = cu, a.cu_seq_k_host = cu;
+    const auto refused = [](fa2::FlashVarlenArgs bad) { return fa2::flash::plan_packed_forward(bad).refused; };
+    // Well-formed arguments are refused only for want of an sm_90 GPU and build, and then say so.
+    const std::string good = refused(a);
+    CHECK((good.empty() || good.rfind("v6:", 0) == 0));
+    fa2::FlashVarlenArgs bad = a;
+    bad.q_shape[2] = bad.o_shape[2] = 32;
+    CHECK(refused(bad).rfind("head_dim:", 0) == 0);
+    bad = a, bad.cu_seq_q_host = nullptr;
+    CHECK(refused(bad).rfind("cu_seq_q, cu_seq_k:", 0) == 0);
+    static std::int32_t past_end[3] = {0, 1, 3};
+    bad = a, bad.cu_seq_q_host = past_end;
+    CHECK(refused(bad).rfind("cu_seq_q:", 0) == 0);
+    bad = a, bad.cu_seq_k_host = past_end;
+    CHECK(refused(bad).rfind("cu_seq_k:", 0) == 0);
+    static std::int32_t too_many[2] = {1, 2};
+    bad = a, bad.seqused_k = too_many, bad.seqused_k_host = too_many;
+    CHECK(refused(bad).rfind("seqused_k:", 0) == 0);
+    bad = a, bad.max_q = 0;
+    CHECK(refused(bad).rfind("max_q:", 0) == 0);
+    bad = a, bad.page_size = 16;
+    CHECK(refused(bad).rfind("block_table:", 0) == 0);
+    bad = a, bad.dtype = fa2::DType::float32;
+    CHECK(refused(bad).rfind("dtype:", 0) == 0);
   }
 }

@@ -16,6 +16,9 @@ constexpr Options windowed_twin(Options o) {
   return o;
 }
 
+struct PackedSequence;  // device/packed_schedule.hpp
+struct PackedTile;
+
 // The kernel's arguments, named as step05's FlashFwdParams names them (the head dim is
 // contiguous here, so only batch and row strides are passed). Lengths are int: the fast kernel
 // takes sequences shorter than 2^31, and 32-bit row arithmetic saves registers.
@@ -40,6 +43,14 @@ struct FastParams {
   int n_q_tiles;     // cdiv(N_QUERIES, BLOCK_M)
   int l2_heads;      // v6's L2 order (HopperOptions::l2_order): heads per group; set by its launch
   float scale_log2;  // softmax scale * log2(e): scores go straight into exp2
+  // A packed batch (v6's packed twins, Cfg::PACKED; device/packed_schedule.hpp): where each
+  // sequence's rows are, and the query tiles in the order the blocks take them. Q, K, V and O are
+  // then (rows, heads, D), stride_?b the head stride and stride_?q the row stride; L is (heads,
+  // rows); N_QUERIES, N_KEYS and the window's bounds are each item's sequence's (item_params), the
+  // window's bottom-right aligned. Null and 0 in the dense kernels.
+  const PackedSequence* sequences;
+  const PackedTile* packed_tiles;
+  int n_packed_tiles;
 };
 
 }  // namespace fa2::flash

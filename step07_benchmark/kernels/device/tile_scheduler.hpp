@@ -168,9 +168,11 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int l2_head_group(long long l2_bytes,
   return group;
 }
 
-// A work item: query tile `q_tile` of (batch x head) `bh`.
+// A work item: query tile `q_tile` of (batch x head) `bh`; in a packed batch (packed_schedule.hpp)
+// of sequence `seq`, bh then being the head.
 struct WorkTile {
   int q_tile, bh;
+  int seq = 0;
 };
 
 // v6's items t = 0 .. n_q_tiles * heads - 1 and who computes which. Without a mask, the query tiles

@@ -17,10 +17,11 @@ namespace fa2::flash {
 
 namespace {
 
-// The configurations, per head dim: 4 warps, and as many stages as keep a few blocks per SM. At
-// head dim 128 a warp's stage is 8 KB (16 keys of K and V): 3 stages, 100 KB a block, two per SM.
+// The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
+// (ROW_LOADS), the fastest or within 1% of it at every point of step07_decode_bench's table (README,
+// "Decoding"). At head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
 template <int D>
-using DecodeCfg = DecodeConfig<D, 4, D == 128 ? 3 : (D == 64 ? 4 : 6), 16, false>;
+using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
 
 std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (a.dtype != DType::bfloat16 && a.dtype != DType::float16)

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "common/attention_args.hpp"
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"
 
 struct CUstream_st;  // what CUDA's cudaStream_t points to
 
@@ -84,6 +85,26 @@ struct VarlenPlan {
 };
 VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args);
 void run(const VarlenPlan& plan, ::CUstream_st* stream = nullptr);
+
+// Packed sequences of any lengths, forward only, on the sm90 path: v6's packed twin
+// (device/packed_schedule.hpp), one launch over every sequence's query tiles, the longest first,
+// reading the rows where they lie (ragged TMA views: a tile past its sequence's end loads zeros and
+// stores nothing). Keys packed by cu_seq_k (the first seqused_k of them where given), no pages; head
+// dims 64 and 128; the masks bottom-right as FlashVarlenArgs says. The plan needs the host copies of
+// the index arrays (FlashVarlenArgs::cu_seq_q_host, ...), checks the lengths in them against the
+// tensors, and builds the schedule; the caller gives schedule_bytes of device memory in
+// plan.args.schedule before run(), which copies the schedule there on the stream.
+struct PackedPlan {
+  FlashVarlenArgs args;
+  std::string refused;
+  std::string_view kernel;  // the configuration of kernels.def whose packed twin runs ("v6.11")
+  PackedMask mask = PackedMask::none;
+  PackedSchedule schedule;
+  index_t schedule_bytes = 0;
+  bool runs() const { return refused.empty(); }
+};
+PackedPlan plan_packed_forward(const FlashVarlenArgs& args);
+void run(const PackedPlan& plan, ::CUstream_st* stream = nullptr);
 
 // Empty when this build and the current GPU can run the sm90 path (sm_90a code, an sm_90 device),
 // else why not.

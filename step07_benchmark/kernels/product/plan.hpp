@@ -159,4 +159,17 @@ std::string sm90_backward_refusal_beyond(const FlashBwdArgs& args);
 // the workspace it needs (plan.dkv_partial_floats); every plan of that family calls it.
 void size_group_split(BackwardPlan& plan);
 
+// The packed forward (plan_packed_forward, product/packed.cu): the kernels.def row whose packed twins
+// run it, their tile sizes (the schedule counts tiles of them; product/packed_sm90.cu checks them
+// against the configuration), the window bounds its kernel reads (bottom-right, an unbounded left
+// side max_k, an unbounded right side max_q: packed_schedule.hpp's packed_window turns them per
+// sequence) and its launch (compiled for sm_90a).
+inline constexpr std::string_view kPackedRow = "v6.11";
+inline constexpr int kPackedBlockM = 128, kPackedBlockN = 128;
+inline WindowBounds packed_kernel_bounds(const FlashVarlenArgs& a) {
+  return {static_cast<int>(a.window.left < 0 ? a.max_k : a.window.left),
+          static_cast<int>(a.window.right < 0 ? a.max_q : a.window.right)};
+}
+void launch_packed_sm90(const PackedPlan& plan, ::CUstream_st* stream);
+
 }  // namespace fa2::flash

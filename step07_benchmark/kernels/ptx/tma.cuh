@@ -15,6 +15,7 @@
 
 #include <cstdint>
 
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"  // RaggedRows, kRaggedSpan
 #include "step07_benchmark/kernels/ptx/mma.cuh"
 
 namespace fa2::flash {
@@ -122,6 +123,36 @@ __device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, std::u
           reinterpret_cast<std::uint64_t>(map)),
       "r"(src), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
+}
+// Ragged views (packed sequences of different lengths; device/packed_schedule.hpp says how the five
+// coordinates of product/forward_sm90.cu's ragged_tile_map reach a sequence's rows): the box at
+// column col, row `row` of sequence `seq` and head `head`; rows past the sequence's end load as
+// zeros and are not stored.
+__device__ __forceinline__ void tma_load_ragged(void* dst, const CUtensorMap* map, int col, int row, int head,
+                                                RaggedRows seq, std::uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], "
+      "[%7];\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n),
+      "r"(kRaggedSpan), "r"(head), "r"(smem_address(bar))
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_ragged_hinted(void* dst, const CUtensorMap* map, int col, int row, int head,
+                                                       RaggedRows seq, std::uint64_t* bar, std::uint64_t policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3, "
+      "%4, %5, %6}], [%7], %8;\n" ::"r"(smem_address(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n),
+      "r"(kRaggedSpan), "r"(head), "r"(smem_address(bar)), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ void tma_store_ragged(const CUtensorMap* map, const void* src, int col, int row, int head,
+                                                 RaggedRows seq) {
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(smem_address(src)), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n),
+               "r"(kRaggedSpan), "r"(head)
+               : "memory");
 }
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");

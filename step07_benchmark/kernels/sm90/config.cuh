@@ -41,7 +41,16 @@ struct HopperOptions {
                               // configuration is built both ways (Cfg::Float16)
   bool window = false;        // (TMA, 2 warpgroups) a sliding window's key-tile range and masks; also
                               // built both ways (Cfg::Windowed)
+  bool packed = false;        // (TMA) a packed batch of sequences of different lengths (Cfg::Packed,
+                              // device/packed_schedule.hpp): work items from the schedule, ragged
+                              // TMA views, each item's lengths and window its sequence's
 };
+
+// The twin of a configuration for packed batches (product/packed_sm90.cu builds it).
+constexpr HopperOptions packed_twin(HopperOptions o) {
+  o.packed = true;
+  return o;
+}
 
 // A window's masks need registers that only the warp-specialised kernel's two warpgroups have (at
 // three, its windowed twin spills): the configurations with other options take no window.
@@ -58,6 +67,8 @@ struct HopperConfig {
   using Float16 = HopperConfig<D_, CAUSAL_, float16_twin(OPT)>;
   static constexpr bool WINDOW = OPT.window;
   using Windowed = HopperConfig<D_, CAUSAL_, windowed_twin(OPT)>;
+  static constexpr bool PACKED = OPT.packed;
+  using Packed = HopperConfig<D_, CAUSAL_, packed_twin(OPT)>;
   static constexpr bool TMA = OPT.tma;
   static constexpr int NUM_WARPS = 4 * WARPGROUPS;                     // the computing warps
   static constexpr int NUM_THREADS = 32 * NUM_WARPS;                   // what the cp.async loads split over
@@ -114,6 +125,7 @@ struct HopperConfig {
   static_assert(!PINGPONG || TMA, "turns between the warpgroups of a TMA block");
   static constexpr bool TAKES_WINDOW = takes_window(OPT);
   static_assert(!WINDOW || TAKES_WINDOW, "a sliding window in the warp-specialised kernel of 2 warpgroups only");
+  static_assert(!PACKED || (TMA && !L2_ORDER), "packed batches: the warp-specialised kernel, the schedule's order");
 };
 
 }  // namespace fa2::flash

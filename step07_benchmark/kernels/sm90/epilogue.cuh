@@ -24,11 +24,13 @@ namespace fa2::flash {
 // The epilogue with STORE_TMA: O / l in bf16 into the warpgroup's 64 rows of sO (Q's swizzled
 // layout: one 64 x 64 box per column block), then one thread of the warpgroup hands them to TMA
 // and the warpgroup goes on without waiting. L leaves from registers, as in write_output. sO is
-// written again only once the previous tile's store has read it. With a window (Cfg::WINDOW), a
-// row that saw no key (l = 0) gets O = 0 and L = +inf, as write_output gives it.
+// written again only once the previous tile's store has read it. With a window (Cfg::WINDOW) or in
+// a packed batch (Cfg::PACKED, where a sequence may have no key), a row that saw no key (l = 0) gets
+// O = 0 and L = +inf, as write_output gives it. A packed item's rows are q_rows' (the ragged map's).
 template <class Cfg>
 __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w,
-                                                 int q0, int bh, int wg, elem16* sO, const CUtensorMap* map_o) {
+                                                 int q0, int bh, int wg, elem16* sO, const CUtensorMap* map_o,
+                                                 RaggedRows q_rows) {
   constexpr float kLn2 = 0.6931471805599453f;
   constexpr int BM = Cfg::BLOCK_M;
   const int barrier = epilogue_barrier(wg);  // the warpgroup's 128 threads
@@ -43,7 +45,7 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int row = w.warp_row0 + g + 8 * h;
-    const bool saw_keys = !Cfg::WINDOW || sum > 0.0f;
+    const bool saw_keys = !(Cfg::WINDOW || Cfg::PACKED) || sum > 0.0f;
     const float inv = saw_keys ? 1.0f / sum : 0.0f;
 #pragma unroll
     for (int t = 0; t < Cfg::D / 8; ++t) {
@@ -58,21 +60,28 @@ __device__ __forceinline__ void store_output_tma(const FastParams& p, const RowS
   fence_proxy_async();  // the rows are in shared memory; the copy engine reads them next
   named_barrier_sync(barrier, 128);
   if (leader && q0 + 64 * wg < p.N_QUERIES) {
-    for (int cb = 0; cb < Cfg::D / 64; ++cb)
-      tma_store_3d(map_o, sO + cb * BM * 64 + wg * 64 * 64, cb * 64, q0 + 64 * wg, bh);
+    for (int cb = 0; cb < Cfg::D / 64; ++cb) {
+      if constexpr (Cfg::PACKED) {
+        tma_store_ragged(map_o, sO + cb * BM * 64 + wg * 64 * 64, cb * 64, q0 + 64 * wg, bh, q_rows);
+      } else {
+        tma_store_3d(map_o, sO + cb * BM * 64 + wg * 64 * 64, cb * 64, q0 + 64 * wg, bh);
+      }
+    }
     bulk_commit();
   }
 }
 
-// The warpgroup's epilogue for the work item whose query tile starts at q0.
+// The warpgroup's epilogue for the work item whose query tile starts at q0 (of the rows q_rows in a
+// packed batch).
 template <class Cfg>
 __device__ __forceinline__ void hopper_epilogue(const FastParams& p, const RowState<Cfg>& st, const WarpPlace& w,
                                                 int q0, int bh, int wg, const SmemTiles<Cfg>& smem,
-                                                const HopperMaps& maps) {
+                                                const HopperMaps& maps, RaggedRows q_rows) {
   if constexpr (Cfg::STORE_TMA) {
-    store_output_tma<Cfg>(p, st, w, q0, bh, wg, smem.o, &maps.o);
+    store_output_tma<Cfg>(p, st, w, q0, bh, wg, smem.o, &maps.o, q_rows);
   } else {
-    write_output<Cfg, Cfg::WINDOW>(p, st, w, q0, bh, smem.q);
+    (void)q_rows;
+    write_output<Cfg, Cfg::WINDOW || Cfg::PACKED>(p, st, w, q0, bh, smem.q);
   }
 }
 

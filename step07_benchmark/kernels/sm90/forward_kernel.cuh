@@ -36,8 +36,14 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   const SmemTiles<Cfg> smem(start);
   const RingBarrierPtrs bar = ring_barriers<Cfg>(start);
 
-  const TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT> sched{p.n_q_tiles, heads, p.kv_group,
-                                                          Cfg::L2_ORDER ? p.l2_heads : 1};
+  // The dense order (TileScheduler), or a packed batch's schedule (PackedScheduler).
+  const auto sched = [&] {
+    if constexpr (Cfg::PACKED) {
+      return PackedScheduler<Cfg::PERSISTENT>{p.packed_tiles, p.n_packed_tiles, heads};
+    } else {
+      return TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT>{p.n_q_tiles, heads, p.kv_group, Cfg::L2_ORDER ? p.l2_heads : 1};
+    }
+  }();
   const int items = sched.items();
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
 
@@ -69,24 +75,26 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     PipelineState<STAGES> ring{};
     for (int k = 0, t = block_item(0); t < items; t = block_item(++k)) {
       const WorkTile wt = sched.work_tile(t);
-      const int q0 = wt.q_tile * BM;
-      const KeyTileRange range = item_key_tiles<Cfg>(p, q0);
-      const int n_tiles = range.end - range.first;  // never 0 (item_key_tiles)
-      const WarpPlace w{lane, warp * 16, q0 + warp * 16};
-      // Causal or windowed: the key tiles up to the warpgroup's last row's bound; it skips the
-      // rest of the block's.
-      const int n_seen =
-          warpgroup_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(range, q0 + 64 * wg + 63, Cfg::BLOCK_N, p.window_right);
-      RowState<Cfg> st;
-      init_row_state<Cfg>(st);
-      mbarrier_wait(bar.q_full, PipelineState<1>{k}.phase());
-      hopper_consumer_loop<Cfg>(p, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
-      ring += n_tiles;
-      if constexpr (!Cfg::EARLY_Q) {
-        __syncwarp();
-        if (lane == 0) mbarrier_arrive(bar.q_empty);  // every S of this item is done: Q may be replaced
-      }
-      hopper_epilogue<Cfg>(p, st, w, q0, wt.bh, wg, smem, maps);
+      with_item<Cfg>(p, wt, [&](const FastParams& ip, RaggedRows q_rows, RaggedRows) {
+        const int q0 = wt.q_tile * BM;
+        const KeyTileRange range = item_key_tiles<Cfg>(ip, q0);
+        const int n_tiles = range.end - range.first;  // never 0 (item_key_tiles)
+        const WarpPlace w{lane, warp * 16, q0 + warp * 16};
+        // Causal or windowed: the key tiles up to the warpgroup's last row's bound; it skips the
+        // rest of the block's.
+        const int n_seen =
+            warpgroup_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(range, q0 + 64 * wg + 63, Cfg::BLOCK_N, ip.window_right);
+        RowState<Cfg> st;
+        init_row_state<Cfg>(st);
+        mbarrier_wait(bar.q_full, PipelineState<1>{k}.phase());
+        hopper_consumer_loop<Cfg>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+        ring += n_tiles;
+        if constexpr (!Cfg::EARLY_Q) {
+          __syncwarp();
+          if (lane == 0) mbarrier_arrive(bar.q_empty);  // every S of this item is done: Q may be replaced
+        }
+        hopper_epilogue<Cfg>(ip, st, w, q0, wt.bh, wg, smem, maps, q_rows);
+      });
     }
     hopper_epilogue_finish<Cfg>();
   }

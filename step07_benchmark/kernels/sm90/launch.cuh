@@ -28,6 +28,11 @@ namespace fa2::flash {
 // 128-byte swizzle's row) by box_rows rows, rows past N read as zeros (product/forward_sm90.cu).
 CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, index_t row_stride, index_t batch_stride,
                      int box_rows, bool float16);
+// The ragged view of a packed (rows, heads, D) bf16 (or fp16) tensor with a contiguous head dim,
+// for v6's packed twins: five coordinates (ptx/tma.cuh, tma_load_ragged) whose boxes of 64 columns
+// by box_rows rows of one head end at the end of a sequence's rows, zeros past it.
+CUtensorMap ragged_tile_map(const void* data, index_t rows, index_t heads, index_t D, index_t row_stride,
+                            index_t head_stride, int box_rows, bool float16);
 // The same for a float32 (batch, N, D) tensor (dQ_accum): boxes of 32 columns (128 bytes) by
 // box_rows rows in the 128-byte swizzle; rows outside the tensor are neither read nor written.
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,

@@ -1,0 +1,138 @@
+// The sm90 path's packed forward (flash_attention.hpp's plan_packed_forward): its argument checks,
+// which mask its kernel applies, the schedule built from the sequences' lengths, and the run that
+// copies the schedule to the GPU and launches (product/packed_sm90.cu).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda/cuda_check.hpp"
+#include "step07_benchmark/kernels/product/flash_attention.hpp"
+#include "step07_benchmark/kernels/product/plan.hpp"
+
+namespace fa2::flash {
+
+namespace {
+
+std::string tensor_refusal(const FlashVarlenArgs& a) {
+  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16) return "dtype: v6 packed takes bfloat16 or float16";
+  if (a.q == nullptr || a.k == nullptr || a.v == nullptr || a.o == nullptr || a.l == nullptr) {
+    return "q, k, v, o, l: every tensor needs an address";
+  }
+  const index_t D = a.q_shape[2];
+  if (D != 64 && D != 128) return "head_dim: v6 packed takes 64 or 128, got " + std::to_string(D);
+  if (a.k_shape[2] != D || a.v_shape != a.k_shape) {
+    return "k, v: shapes " + to_string<3>(a.k_shape) + " and " + to_string<3>(a.v_shape) +
+           " must be equal, with q's head dim " + std::to_string(D);
+  }
+  if (a.o_shape != a.q_shape) return "o: shape " + to_string<3>(a.o_shape) + " must be q's " + to_string<3>(a.q_shape);
+  if (a.k_shape[1] < 1 || a.q_shape[1] % a.k_shape[1] != 0) {
+    return "k: its " + std::to_string(a.k_shape[1]) + " kv heads must divide q's " + std::to_string(a.q_shape[1]) +
+           " heads";
+  }
+  if (a.l_shape[0] != a.q_shape[1] || a.l_shape[1] != a.q_shape[0]) return "l: shape must be (H, T_q)";
+  for (const auto* strides : {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides}) {
+    if ((*strides)[2] != 1) return "strides: the head dim must be contiguous (stride 1) in q, k, v and o";
+  }
+  if (!rows_16_byte_aligned(a.q, a.q_strides, 2) || !rows_16_byte_aligned(a.k, a.k_strides, 2) ||
+      !rows_16_byte_aligned(a.v, a.v_strides, 2) || !rows_16_byte_aligned(a.o, a.o_strides, 2)) {
+    return "layout: v6 packed needs 16-byte aligned rows (base pointers and row and head strides multiples of 8)";
+  }
+  // The ragged views count rows with kRaggedSpan; the window's sums stay inside an int.
+  if (a.q_shape[0] >= kRaggedSpan || a.k_shape[0] >= kRaggedSpan || a.max_q + a.max_k >= kRaggedSpan) {
+    return "T_q, T_k, max_q + max_k: v6 packed takes fewer than 2^30 rows";
+  }
+  if (a.page_size != 0 || a.block_table != nullptr) return "block_table: v6 packed takes packed keys, not pages";
+  if (a.window.left < -1 || a.window.right < -1) return "window: each bound is -1 (none) or >= 0";
+  const float scale = softmax_scale(a);
+  if (!(scale > 0.0f) || !std::isfinite(scale)) return "scale: v6 packed needs a positive finite scale";
+  return {};
+}
+
+// The lengths, read from the host copies, against the tensors and max_q, max_k.
+std::string lengths_refusal(const FlashVarlenArgs& a) {
+  if (a.batch < 0) return "batch: must not be negative";
+  if (a.cu_seq_q_host == nullptr || a.cu_seq_k_host == nullptr || a.cu_seq_q == nullptr || a.cu_seq_k == nullptr) {
+    return "cu_seq_q, cu_seq_k: v6 packed needs them on the device and their host copies (cu_seq_q_host, "
+           "cu_seq_k_host)";
+  }
+  if (a.seqused_k != nullptr && a.seqused_k_host == nullptr) return "seqused_k_host: seqused_k needs its host copy";
+  for (index_t b = 0; b < a.batch; ++b) {
+    const index_t q0 = a.cu_seq_q_host[b], q1 = a.cu_seq_q_host[b + 1];
+    const index_t k0 = a.cu_seq_k_host[b], k1 = a.cu_seq_k_host[b + 1];
+    const std::string at = " at sequence " + std::to_string(b);
+    if (q0 < 0 || q1 < q0 || q1 > a.q_shape[0]) return "cu_seq_q: rows outside q or decreasing" + at;
+    if (k0 < 0 || k1 < k0 || k1 > a.k_shape[0]) return "cu_seq_k: rows outside k or decreasing" + at;
+    const index_t n_k = a.seqused_k_host != nullptr ? a.seqused_k_host[b] : k1 - k0;
+    if (n_k < 0 || n_k > k1 - k0) return "seqused_k: more keys than the sequence's rows of k" + at;
+    if (q1 - q0 > a.max_q) return "max_q: smaller than the queries" + at;
+    if (n_k > a.max_k) return "max_k: smaller than the keys" + at;
+  }
+  return {};
+}
+
+// No mask without bounds; the causal kernel where the mask is the causal one and every sequence is
+// square (bottom-right and top-left agree); otherwise the windowed twin, per-sequence bounds.
+PackedMask packed_mask(const FlashVarlenArgs& a) {
+  if (!a.window.bounded()) return PackedMask::none;
+  if (a.window.left < 0 && a.window.right == 0) {
+    bool square = true;
+    for (index_t b = 0; b < a.batch && square; ++b) {
+      const index_t n_q = a.cu_seq_q_host[b + 1] - a.cu_seq_q_host[b];
+      const index_t n_k =
+          a.seqused_k_host != nullptr ? a.seqused_k_host[b] : a.cu_seq_k_host[b + 1] - a.cu_seq_k_host[b];
+      square = n_q == n_k;
+    }
+    if (square) return PackedMask::causal;
+  }
+  return PackedMask::window;
+}
+
+}  // namespace
+
+PackedPlan plan_packed_forward(const FlashVarlenArgs& args) {
+  PackedPlan plan;
+  plan.args = args;
+  plan.kernel = kPackedRow;
+  plan.refused = tensor_refusal(args);
+  if (plan.refused.empty()) plan.refused = lengths_refusal(args);
+  if (plan.refused.empty()) plan.refused = sm90_unavailable();
+  if (!plan.runs()) return plan;
+  plan.mask = packed_mask(args);
+  const WindowBounds bounds = packed_kernel_bounds(args);
+  plan.schedule = packed_schedule(args.cu_seq_q_host, args.cu_seq_k_host, args.seqused_k_host,
+                                  static_cast<int>(args.batch), plan.mask, kPackedBlockM, kPackedBlockN, bounds.left,
+                                  bounds.right);
+  const auto tiles = static_cast<index_t>(plan.schedule.tiles.size());
+  if (tiles * args.q_shape[1] >= (index_t{1} << 31)) {
+    plan.refused = "T_q x H: v6 packed numbers its (query tile, head) items with an int";
+    return plan;
+  }
+  plan.schedule_bytes = static_cast<index_t>(plan.schedule.sequences.size() * sizeof(PackedSequence) +
+                                             plan.schedule.tiles.size() * sizeof(PackedTile));
+  return plan;
+}
+
+void run(const PackedPlan& plan, cudaStream_t stream) {
+  if (!plan.runs()) throw std::invalid_argument(plan.refused);
+  if (plan.schedule.tiles.empty()) return;  // no sequence has a query
+  if (plan.args.schedule == nullptr || reinterpret_cast<std::uintptr_t>(plan.args.schedule) % 16 != 0) {
+    throw std::invalid_argument("schedule: this plan needs schedule_bytes (" + std::to_string(plan.schedule_bytes) +
+                                ") of 16-byte aligned device memory");
+  }
+  const std::size_t sequence_bytes = plan.schedule.sequences.size() * sizeof(PackedSequence);
+  auto* schedule = static_cast<unsigned char*>(plan.args.schedule);
+  FA2_CUDA_CHECK(cudaMemcpyAsync(schedule, plan.schedule.sequences.data(), sequence_bytes, cudaMemcpyHostToDevice,
+                                 stream));
+  FA2_CUDA_CHECK(cudaMemcpyAsync(schedule + sequence_bytes, plan.schedule.tiles.data(),
+                                 plan.schedule.tiles.size() * sizeof(PackedTile), cudaMemcpyHostToDevice, stream));
+#ifdef FA2_HOPPER_SM90A
+  launch_packed_sm90(plan, stream);
+#else
+  throw std::invalid_argument(sm90_unavailable());
+#endif
+}
+
+}  // namespace fa2::flash

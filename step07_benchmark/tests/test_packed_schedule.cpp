@@ -1,0 +1,140 @@
+// The schedule of v6's packed forward (kernels/device/packed_schedule.hpp) on the host: every query
+// tile of every sequence once, the heaviest first; the per-sequence windows that turn the packed
+// batch's bottom-right masks into the kernel's top-left ones, query by query and key by key against
+// split_kv.hpp's bottom_right_keys; and the key tiles each query tile walks, which must hold every
+// key its queries see.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "common/window.hpp"
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"
+#include "step07_benchmark/kernels/device/split_kv.hpp"
+
+namespace {
+
+using fa2::flash::PackedMask;
+using fa2::flash::PackedSequence;
+
+constexpr int kBlockM = 128, kBlockN = 128;
+
+// Random lengths of 0 to 700 (a few of each extreme), queries equal to keys when `square`.
+std::vector<std::pair<int, int>> random_lengths(std::mt19937& rng, bool square) {
+  std::uniform_int_distribution<int> count(1, 12), length(0, 700), pick(0, 5);
+  std::vector<std::pair<int, int>> lengths;
+  for (int b = count(rng); b > 0; --b) {
+    const int kind = pick(rng);
+    const int n_q = kind == 0 ? 0 : (kind == 1 ? 1 : length(rng));
+    const int n_k = square ? n_q : (kind == 2 ? 0 : length(rng));
+    lengths.emplace_back(n_q, n_k);
+  }
+  return lengths;
+}
+
+// The kernel's bounds as the launch gives them (product/plan.hpp's packed_kernel_bounds): an
+// unbounded side reaches every key.
+std::pair<int, int> kernel_bounds(fa2::Window w, int max_q, int max_k) {
+  return {w.left < 0 ? max_k : static_cast<int>(w.left), w.right < 0 ? max_q : static_cast<int>(w.right)};
+}
+
+}  // namespace
+
+TEST_CASE("packed schedule: every query tile once, the most key tiles first") {
+  std::mt19937 rng(46);
+  for (int trial = 0; trial < 300; ++trial) {
+    const bool square = trial % 2 == 0;
+    const auto lengths = random_lengths(rng, square);
+    std::vector<std::int32_t> cu_q = {0}, cu_k = {0};
+    int max_q = 0, max_k = 0;
+    for (const auto& [n_q, n_k] : lengths) {
+      cu_q.push_back(cu_q.back() + n_q), cu_k.push_back(cu_k.back() + n_k);
+      max_q = std::max(max_q, n_q), max_k = std::max(max_k, n_k);
+    }
+    const PackedMask mask = square && trial % 4 == 0 ? PackedMask::causal
+                                                     : (trial % 3 == 0 ? PackedMask::none : PackedMask::window);
+    const auto [left, right] = kernel_bounds(trial % 5 == 0 ? fa2::Window{60, 10} : fa2::Window{-1, 0}, max_q, max_k);
+    const auto batch = static_cast<int>(lengths.size());
+    const fa2::flash::PackedSchedule s =
+        fa2::flash::packed_schedule(cu_q.data(), cu_k.data(), nullptr, batch, mask, kBlockM, kBlockN, left, right);
+    REQUIRE(s.sequences.size() == lengths.size());
+    std::set<std::pair<int, int>> seen;
+    std::size_t expected = 0;
+    for (int b = 0; b < batch; ++b) {
+      const PackedSequence& q = s.sequences[static_cast<std::size_t>(b)];
+      CHECK(q.q_start == cu_q[static_cast<std::size_t>(b)]);
+      CHECK(q.k_start == cu_k[static_cast<std::size_t>(b)]);
+      CHECK(q.n_q == lengths[static_cast<std::size_t>(b)].first);
+      CHECK(q.n_k == lengths[static_cast<std::size_t>(b)].second);
+      expected += static_cast<std::size_t>((q.n_q + kBlockM - 1) / kBlockM);
+    }
+    CHECK(s.tiles.size() == expected);
+    int previous = 1 << 30;
+    for (const fa2::flash::PackedTile& t : s.tiles) {
+      REQUIRE(t.seq >= 0);
+      REQUIRE(t.seq < batch);
+      const PackedSequence& q = s.sequences[static_cast<std::size_t>(t.seq)];
+      CHECK(t.q_tile * kBlockM < q.n_q);
+      CHECK(seen.insert({t.seq, t.q_tile}).second);
+      const int work = fa2::flash::packed_key_tiles(mask, q, t.q_tile * kBlockM, kBlockM, kBlockN, left, right).count();
+      CHECK(work <= previous);
+      previous = work;
+    }
+  }
+}
+
+TEST_CASE("packed schedule: per-sequence top-left windows see exactly the bottom-right keys") {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> length(0, 90), bound(-1, 40);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const PackedSequence s{0, length(rng), 0, length(rng)};
+    const fa2::Window w{bound(rng), bound(rng)};
+    const auto [left, right] = kernel_bounds(w, 100, 100);
+    const fa2::flash::WindowBounds tl = fa2::flash::packed_window(left, right, s);
+    for (int i = 0; i < s.n_q; ++i) {
+      const fa2::flash::KeySpan want =
+          fa2::flash::bottom_right_keys(i, s.n_q, s.n_k, static_cast<int>(w.left), static_cast<int>(w.right));
+      for (int j = 0; j < s.n_k; ++j) {
+        const bool bottom_right = j >= want.first && j <= want.last;
+        // The kernels' masks compare with the bounds as numbers (a shifted bound may be negative).
+        const bool top_left = j >= i - tl.left && j <= i + tl.right;
+        REQUIRE_MESSAGE(bottom_right == top_left, "n_q ", s.n_q, ", n_k ", s.n_k, ", window (", w.left, ", ",
+                        w.right, "), query ", i, ", key ", j);
+      }
+    }
+  }
+}
+
+TEST_CASE("packed schedule: a query tile's key tiles hold every key its queries see") {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> length(0, 600), bound(-1, 300);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const PackedSequence s{0, length(rng), 0, length(rng)};
+    const fa2::Window w{bound(rng), trial % 3 == 0 ? 0 : bound(rng)};
+    const auto [left, right] = kernel_bounds(w, 600, 600);
+    const bool square = s.n_q == s.n_k;
+    for (const PackedMask mask : {PackedMask::none, PackedMask::causal, PackedMask::window}) {
+      // The masks as the plan gives them: causal only for square sequences and the causal window.
+      if (mask == PackedMask::causal && !(square && w.left < 0 && w.right == 0)) continue;
+      const fa2::Window seen = mask == PackedMask::none ? fa2::Window{} : w;
+      for (int q0 = 0; q0 < s.n_q; q0 += kBlockM) {
+        const fa2::flash::KeyTileRange range =
+            fa2::flash::packed_key_tiles(mask, s, q0, kBlockM, kBlockN, left, right);
+        CHECK(range.count() >= 1);
+        CHECK(range.first >= 0);
+        CHECK(range.end <= std::max(1, (s.n_k + kBlockN - 1) / kBlockN));
+        for (int i = q0; i < std::min(q0 + kBlockM, s.n_q); ++i) {
+          const fa2::flash::KeySpan keys = fa2::flash::bottom_right_keys(i, s.n_q, s.n_k, static_cast<int>(seen.left),
+                                                                         static_cast<int>(seen.right));
+          if (keys.count() == 0) continue;
+          REQUIRE_MESSAGE(keys.first / kBlockN >= range.first, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");
+          REQUIRE_MESSAGE(keys.last / kBlockN < range.end, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");
+        }
+      }
+    }
+  }
+}
