@@ -32,6 +32,7 @@ Without one of the optional baselines its column is left out and the first lines
 """
 
 import argparse
+import inspect
 import statistics
 
 import torch
@@ -90,12 +91,17 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
 
     calls = {"varlen": ours}
     if "torch-varlen" in found:
+        # PyTorch's signature has changed between releases: window_size or is_causal for the mask, and
+        # enable_gqa only in some (without it, k and v are repeated to every query head).
+        params = inspect.signature(found["torch-varlen"]).parameters
+        mask = dict(window_size=(-1, 0)) if "window_size" in params else dict(is_causal=True)
+        takes_gqa = "enable_gqa" in params
+
         def torch_varlen(q, k, v):
-            try:
-                return found["torch-varlen"](q, k, v, cu, cu, max_len, max_len, window_size=(-1, 0), enable_gqa=True)
-            except TypeError:  # an older signature: no enable_gqa, is_causal instead of window_size
-                return found["torch-varlen"](q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), cu, cu,
-                                             max_len, max_len, is_causal=True)
+            if takes_gqa:
+                return found["torch-varlen"](q, k, v, cu, cu, max_len, max_len, enable_gqa=True, **mask)
+            return found["torch-varlen"](q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), cu, cu,
+                                         max_len, max_len, **mask)
 
         calls["torch-varlen"] = torch_varlen
     if "fa4" in found:
