@@ -63,9 +63,9 @@ def _as_dense(t):
     return t.transpose(0, 1).unsqueeze(0)
 
 
-def _check_cu(name, cu, device, batch, total):
-    """cu_seq_q or cu_seq_k: int32, 1-D, on the inputs' device, from 0, never decreasing, ending
-    within the packed tensor (total rows). Returns its values as a list."""
+def _check_cu(name, cu, device, batch):
+    """cu_seq_q or cu_seq_k before its values are read: a tensor, int32, 1-D, on the inputs' device,
+    batch + 1 entries (batch None: any number from 1)."""
     if not isinstance(cu, torch.Tensor):
         raise RuntimeError(f"varlen_attn: {name} must be a tensor, got {type(cu).__name__}")
     if cu.dtype != torch.int32:
@@ -78,15 +78,25 @@ def _check_cu(name, cu, device, batch, total):
         raise RuntimeError(f"varlen_attn: {name} has {cu.numel()} entries, expected {batch + 1} (batch + 1)")
     if cu.numel() < 1:
         raise RuntimeError(f"varlen_attn: {name} must hold at least one entry (0)")
-    values = cu.tolist()
+
+
+def _check_cu_values(name, values, total):
+    """cu_seq_q's or cu_seq_k's values: from 0, never decreasing, ending within the packed tensor
+    (total rows)."""
     if values[0] != 0:
         raise RuntimeError(f"varlen_attn: {name} must start at 0, got {values[0]}")
-    for b in range(len(values) - 1):
-        if values[b + 1] < values[b]:
-            raise RuntimeError(f"varlen_attn: {name} decreases at entry {b + 1} ({values[b]} then {values[b + 1]})")
+    if any(b < a for a, b in zip(values, values[1:])):
+        b = next(i for i in range(len(values) - 1) if values[i + 1] < values[i])
+        raise RuntimeError(f"varlen_attn: {name} decreases at entry {b + 1} ({values[b]} then {values[b + 1]})")
     if values[-1] > total:
         raise RuntimeError(f"varlen_attn: {name} ends at {values[-1]}, past the {total} rows of its tensor")
-    return values
+
+
+def _first_over(counts, bound):
+    """The first index whose count is above bound, or None (one pass in C when none is)."""
+    if not counts or max(counts) <= bound:
+        return None
+    return next(b for b, n in enumerate(counts) if n > bound)
 
 
 def _window_pair(window_size):
@@ -100,20 +110,18 @@ def _window_pair(window_size):
     return left, right
 
 
-def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table):
+def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table, dense=True):
     """Checks the packing arguments and lays out each sequence's rows. Returns a list of
     (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or, for a paged cache,
-    (its row of block_table, page_size), dense from _dense_call."""
+    (block_table, its row, page_size), dense from _dense_call (None everywhere when dense is False:
+    the kernels that take the whole batch at once do not need it). The index tensors' values come
+    to the host in one copy."""
     device = query.device
     total_q = query.shape[0]
-    q_starts = _check_cu("cu_seq_q", cu_seq_q, device, None, total_q)
-    batch = len(q_starts) - 1
+    _check_cu("cu_seq_q", cu_seq_q, device, None)
+    batch = cu_seq_q.numel() - 1
     if not isinstance(max_q, int) or not isinstance(max_k, int):
         raise RuntimeError(f"varlen_attn: max_q and max_k must be ints, got {max_q!r} and {max_k!r}")
-    for b in range(batch):
-        if q_starts[b + 1] - q_starts[b] > max_q:
-            raise RuntimeError(f"varlen_attn: max_q ({max_q}) is smaller than sequence {b}'s "
-                               f"{q_starts[b + 1] - q_starts[b]} queries")
     if seqused_k is not None:
         if not isinstance(seqused_k, torch.Tensor) or seqused_k.dtype != torch.int32 or seqused_k.dim() != 1:
             raise RuntimeError("varlen_attn: seqused_k must be a 1-D int32 tensor (one length per sequence)")
@@ -121,13 +129,7 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
             raise RuntimeError(f"varlen_attn: seqused_k must be on the inputs' device {device}, got {seqused_k.device}")
         if seqused_k.numel() != batch:
             raise RuntimeError(f"varlen_attn: seqused_k has {seqused_k.numel()} entries, expected {batch} (batch)")
-        used = seqused_k.tolist()
-        if any(u < 0 for u in used):
-            raise RuntimeError(f"varlen_attn: seqused_k must not be negative, got {used}")
-    else:
-        used = None
-
-    sequences = []
+    fetch = [cu_seq_q]
     if block_table is not None:
         if not isinstance(block_table, torch.Tensor) or block_table.dtype != torch.int32 or block_table.dim() != 2:
             raise RuntimeError("varlen_attn: block_table must be a 2-D int32 tensor (batch, pages per sequence)")
@@ -136,55 +138,73 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
                                f"got {block_table.device}")
         if block_table.shape[0] != batch:
             raise RuntimeError(f"varlen_attn: block_table has {block_table.shape[0]} rows, expected {batch} (batch)")
-        if used is None:
+        if seqused_k is None:
             raise RuntimeError("varlen_attn: block_table needs seqused_k (the cache length of each sequence)")
         pages, page_size = key.shape[0], key.shape[1]
-        for b in range(batch):
-            need = (used[b] + page_size - 1) // page_size
-            if need > block_table.shape[1]:
-                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} needs {need} pages of {page_size}, "
-                                   f"more than block_table's {block_table.shape[1]} per sequence")
-            if used[b] > max_k:
-                raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {used[b]} keys")
-        # Every page a sequence uses must be one of the cache's: one check over the whole table.
+        # Every page a sequence uses must be one of the cache's: one check over the whole table, whose
+        # answer comes to the host with the other values.
         need = (seqused_k.long() + page_size - 1) // page_size
         in_use = torch.arange(block_table.shape[1], device=device).unsqueeze(0) < need.unsqueeze(1)
         outside = in_use & ((block_table < 0) | (block_table >= pages))
-        if bool(outside.any()):
+        fetch.append(outside.any().to(torch.int32).reshape(1))
+    else:
+        if cu_seq_k is None:
+            raise RuntimeError("varlen_attn: cu_seq_k may be None only with a block_table")
+        _check_cu("cu_seq_k", cu_seq_k, device, batch)
+        fetch.append(cu_seq_k)
+    if seqused_k is not None:
+        fetch.append(seqused_k)
+    values = torch.cat(fetch).tolist()  # the one copy to the host
+    q_starts, rest = values[:batch + 1], values[batch + 1:]
+    _check_cu_values("cu_seq_q", q_starts, total_q)
+    n_qs = [b - a for a, b in zip(q_starts, q_starts[1:])]
+    b = _first_over(n_qs, max_q)
+    if b is not None:
+        raise RuntimeError(f"varlen_attn: max_q ({max_q}) is smaller than sequence {b}'s {n_qs[b]} queries")
+    used = rest[-batch:] if seqused_k is not None and batch > 0 else ([] if seqused_k is not None else None)
+    if used is not None and any(u < 0 for u in used):
+        raise RuntimeError(f"varlen_attn: seqused_k must not be negative, got {used}")
+
+    if block_table is not None:
+        for b in range(batch):
+            need_b = (used[b] + page_size - 1) // page_size
+            if need_b > block_table.shape[1]:
+                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} needs {need_b} pages of {page_size}, "
+                                   f"more than block_table's {block_table.shape[1]} per sequence")
+        b = _first_over(used, max_k)
+        if b is not None:
+            raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {used[b]} keys")
+        if rest[0]:
             b, column = (int(x) for x in outside.nonzero()[0])
             raise RuntimeError(f"varlen_attn: block_table[{b}] holds page {int(block_table[b, column])}, outside the "
                                f"cache's {pages} pages")
-        for b in range(batch):
-            n_q = q_starts[b + 1] - q_starts[b]
-            # The sequence's keys: its row of the table and the page size (_keys gathers them).
-            sequences.append((q_starts[b], n_q, (block_table[b], page_size), used[b],
-                              _dense_call(n_q, used[b], *window)))
-        return sequences
+        # The sequence's keys: the table, its row and the page size (_keys gathers them).
+        return [(q_starts[b], n_qs[b], (block_table, b, page_size), used[b],
+                 _dense_call(n_qs[b], used[b], *window) if dense else None) for b in range(batch)]
 
-    if cu_seq_k is None:
-        raise RuntimeError("varlen_attn: cu_seq_k may be None only with a block_table")
-    k_starts = _check_cu("cu_seq_k", cu_seq_k, device, batch, key.shape[0])
-    for b in range(batch):
-        n_k = k_starts[b + 1] - k_starts[b]
-        if used is not None:
-            if used[b] > n_k:
-                raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} is longer than sequence {b}'s "
-                                   f"{n_k} keys in cu_seq_k")
-            n_k = used[b]
-        if k_starts[b + 1] - k_starts[b] > max_k:
-            raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s "
-                               f"{k_starts[b + 1] - k_starts[b]} keys")
-        n_q = q_starts[b + 1] - q_starts[b]
-        sequences.append((q_starts[b], n_q, k_starts[b], n_k, _dense_call(n_q, n_k, *window)))
-    return sequences
+    k_starts = rest[:batch + 1]
+    _check_cu_values("cu_seq_k", k_starts, key.shape[0])
+    n_ks = [b - a for a, b in zip(k_starts, k_starts[1:])]
+    if used is not None:
+        b = next((b for b in range(batch) if used[b] > n_ks[b]), None)
+        if b is not None:
+            raise RuntimeError(f"varlen_attn: seqused_k[{b}] = {used[b]} is longer than sequence {b}'s "
+                               f"{n_ks[b]} keys in cu_seq_k")
+    b = _first_over(n_ks, max_k)
+    if b is not None:
+        raise RuntimeError(f"varlen_attn: max_k ({max_k}) is smaller than sequence {b}'s {n_ks[b]} keys")
+    keys = used if used is not None else n_ks
+    return [(q_starts[b], n_qs[b], k_starts[b], keys[b], _dense_call(n_qs[b], keys[b], *window) if dense else None)
+            for b in range(batch)]
 
 
 def _keys(t, key_index, n_k):
     """A sequence's key (or value) rows: a slice of the packed tensor, or gathered from pages
-    (key_index: its row of block_table and the page size)."""
+    (key_index: the block table, the sequence's row of it and the page size)."""
     if isinstance(key_index, int):
         return t[key_index:key_index + n_k]
-    pages, page_size = key_index
+    table, b, page_size = key_index
+    pages = table[b]
     k = torch.arange(n_k, dtype=torch.long, device=t.device)
     rows = pages.long()[k // page_size] * page_size + k % page_size
     return t.reshape(-1, *t.shape[2:]).index_select(0, rows)
@@ -252,15 +272,16 @@ def _packs(query, kernel, block_table):
 
 
 def _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, window):
-    """All sequences in one launch of v6's packed twin, which reads and writes their rows in place.
-    Rows of query that no sequence owns get out 0 and lse +inf."""
+    """All sequences in one launch of v6's packed twin, which reads and writes their rows in place
+    (a query that sees no key gets out 0 and lse +inf there). Rows of query past the last sequence
+    get the same."""
     max_q = max((n_q for _, n_q, _, _, _ in sequences), default=0)
     max_k = max((n_k for _, _, _, n_k, _ in sequences), default=0)
     out, lse = torch.ops.fa2.varlen_packed(query, key, value, cu_seq_q, cu_seq_k, seqused_k, max_q, max_k, scale,
                                            window[0], window[1])
-    written, _ = _written_rows(sequences, query.shape[0], 0, query.device)
-    out[~written] = 0
-    lse[:, ~written] = math.inf
+    end = sequences[-1][0] + sequences[-1][1] if sequences else 0
+    out[end:] = 0
+    lse[:, end:] = math.inf
     return out, lse
 
 
@@ -313,12 +334,16 @@ def _varlen_forward_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
                        block_table: Optional[torch.Tensor], kernel: str, deterministic: bool,
                        allow_tf32: bool, num_splits: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     window = (window_left, window_right)
-    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table)
+    # The kernels that take the whole batch need no per-sequence dense calls: they are worked out
+    # only for the sequence-by-sequence path.
+    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table, dense=False)
     if _decodes(query, kernel, sequences):
         return _decode(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window,
                        num_splits)
     if _packs(query, kernel, block_table):
         return _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, window)
+    sequences = [(q0, n_q, key_index, n_k, _dense_call(n_q, n_k, *window))
+                 for q0, n_q, key_index, n_k, _ in sequences]
     return _forward(query, key, value, sequences, scale, kernel, allow_tf32)
 
 

@@ -22,6 +22,7 @@
 #include "common/svg_plot.hpp"
 #include "step01_online_softmax/online_softmax.hpp"
 #include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"
 #include "step07_benchmark/kernels/device/split_kv.hpp"
 #include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 
@@ -745,6 +746,90 @@ std::string split_kv_svg() {
   return s.finish();
 }
 
+std::string packed_schedule_svg() {
+  // A packed batch of causal sequences (queries = keys) as v6's packed twin runs it: the query tiles
+  // of 128 rows, their work in key tiles of 128 (packed_key_tiles), the order of packed_schedule
+  // and the rounds of persistent blocks (PackedScheduler, one head for the drawing).
+  const std::vector<int> lengths = {640, 200, 384, 64, 256};
+  constexpr int kBlockM = 128, kBlockN = 128, kBlocks = 3;
+  std::vector<std::int32_t> cu = {0};
+  for (const int n : lengths) cu.push_back(cu.back() + n);
+  const fa2::flash::PackedSchedule schedule = fa2::flash::packed_schedule(
+      cu.data(), cu.data(), nullptr, static_cast<int>(lengths.size()), fa2::flash::PackedMask::causal, kBlockM,
+      kBlockN, 0, 0);
+  const auto work = [&](const fa2::flash::PackedTile& t) {
+    const fa2::flash::PackedSequence& q = schedule.sequences[static_cast<std::size_t>(t.seq)];
+    return fa2::flash::packed_key_tiles(fa2::flash::PackedMask::causal, q, t.q_tile * kBlockM, kBlockM, kBlockN, 0, 0)
+        .count();
+  };
+  constexpr double left = 40, row_px = 0.55, rows_y = 120, order_y = 250, order_unit = 30, unit = 34, lanes_y = 380,
+                   lane_h = 40;
+  const int total_rows = cu.back();
+  Svg s(static_cast<int>(left + total_rows * row_px + 60), 620, "a packed batch's schedule on v6's packed twin");
+  s.heading("A packed batch in one launch: every sequence's query tiles, the heaviest first, on persistent blocks",
+            {"Causal sequences of " + std::to_string(lengths[0]) + ", " + std::to_string(lengths[1]) + ", " +
+                 std::to_string(lengths[2]) + ", " + std::to_string(lengths[3]) + " and " +
+                 std::to_string(lengths[4]) + " tokens end to end; query tiles of 128 rows; work: key tiles of 128 "
+                 "(packed_key_tiles).",
+             "packed_schedule orders the tiles by work; PackedScheduler deals them to the blocks in rounds, left to "
+             "right and back (one head drawn)."});
+  // The packed rows: one segment per sequence, cut into its query tiles.
+  s.text(left, rows_y - 12, "the packed rows (cu_seq_q), coloured by sequence, cut into query tiles; past a "
+                            "sequence's end a tile reads zeros (ragged TMA view)", 12);
+  for (const fa2::flash::PackedSequence& q : schedule.sequences) {
+    const auto b = static_cast<std::size_t>(&q - schedule.sequences.data());
+    for (int m = 0; m * kBlockM < q.n_q; ++m) {
+      const int rows = std::min(kBlockM, q.n_q - m * kBlockM);
+      s.rect(left + (q.q_start + m * kBlockM) * row_px, rows_y, rows * row_px - 1.5, 40, kLight[b % kLight.size()],
+             "#555", 0.8, attr("data-seq", static_cast<int>(b)) + " " + attr("data-tile", m));
+      s.text(left + (q.q_start + m * kBlockM + rows / 2.0) * row_px, rows_y + 25,
+             "s" + std::to_string(b) + "." + std::to_string(m), 10, "middle");
+    }
+  }
+  // The schedule's order: one box per tile, its width its work.
+  s.text(left, order_y - 12, "packed_schedule's order: the most key tiles first (widths: key tiles)", 12);
+  double x = left;
+  for (std::size_t i = 0; i < schedule.tiles.size(); ++i) {
+    const fa2::flash::PackedTile& t = schedule.tiles[i];
+    const int w = work(t);
+    s.rect(x, order_y, w * order_unit - 2, 34, kLight[static_cast<std::size_t>(t.seq) % kLight.size()], "#555", 0.8,
+           attr("data-order", static_cast<int>(i)) + " " + attr("data-work", w));
+    s.text(x + w * order_unit / 2.0 - 1, order_y + 21, "s" + std::to_string(t.seq) + "." + std::to_string(t.q_tile), 10,
+           "middle");
+    x += w * order_unit;
+  }
+  // The persistent blocks: round k's items k * blocks onwards, in alternating directions.
+  s.text(left, lanes_y - 12,
+         std::to_string(kBlocks) + " persistent blocks (an SM each), item by item; the block with a round's heaviest "
+                                   "item takes the next round's lightest",
+         12);
+  const fa2::flash::PackedScheduler<true> sched{schedule.tiles.data(), static_cast<int>(schedule.tiles.size()), 1};
+  for (int block = 0; block < kBlocks; ++block) {
+    double bx = left + 90;
+    int total = 0;
+    s.text(left, lanes_y + block * (lane_h + 10) + 25, "block " + std::to_string(block), 12);
+    for (int k = 0, t = sched.item(0, block, kBlocks); t < sched.items(); t = sched.item(++k, block, kBlocks)) {
+      const fa2::flash::WorkTile wt = sched.work_tile(t);
+      const fa2::flash::PackedTile& tile = schedule.tiles[static_cast<std::size_t>(t)];
+      const int w = work(tile);
+      s.rect(bx, lanes_y + block * (lane_h + 10), w * unit - 2, lane_h,
+             kLight[static_cast<std::size_t>(wt.seq) % kLight.size()], "#555", 0.8,
+             attr("data-block", block) + " " + attr("data-item", t) + " " + attr("data-work", w));
+      s.text(bx + w * unit / 2.0 - 1, lanes_y + block * (lane_h + 10) + 25,
+             "s" + std::to_string(wt.seq) + "." + std::to_string(wt.q_tile), 10, "middle");
+      bx += w * unit;
+      total += w;
+    }
+    s.text(bx + 8, lanes_y + block * (lane_h + 10) + 25, std::to_string(total) + " key tiles", 11, "start",
+           attr("data-total", total));
+  }
+  s.notes(lanes_y + kBlocks * (lane_h + 10) + 24,
+          {"Each item reads its sequence's rows where they lie (PackedSequence: first row and length of its "
+           "queries and keys); no sequence is padded or copied,",
+           "and the short sequences' tiles fill the ends of the rounds instead of each costing its own launch."});
+  return s.finish();
+}
+
 std::string roofline_svg(const std::vector<RooflinePoint>& points, const CeilingsLine& ceilings, const Problem& p,
                          const std::string& source) {
   constexpr double left = 80, top = 96, pw = 560, ph = 470;
@@ -924,6 +1009,8 @@ std::vector<Figure> all_figures(const FigureInputs& in) {
       {"causal_alignment.svg", "top-left and bottom-right causal masks for N_q != N_k", causal_alignment_svg()},
       {"split_kv.svg", "split-KV decoding: a long cache's parts, their blocks and warps, and the merge",
        split_kv_svg()},
+      {"packed_schedule.svg", "a packed batch's query tiles, the order packed_schedule gives them, and the blocks' rounds",
+       packed_schedule_svg()},
       {"roofline.svg", "roofline with " + std::to_string(points.size()) + " measured points at " + in.problem.label(),
        roofline_svg(points, in.ceilings, in.problem, in.source)},
   };

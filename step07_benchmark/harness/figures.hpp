@@ -181,6 +181,7 @@ std::string swizzle_banks_svg();
 std::string cp_async_pipeline_svg(const std::vector<Measurement>& results, const Problem& p);
 std::string causal_alignment_svg();
 std::string split_kv_svg();
+std::string packed_schedule_svg();
 std::string roofline_svg(const std::vector<RooflinePoint>& points, const CeilingsLine& ceilings, const Problem& p,
                          const std::string& source);
 // Reads a results CSV and the same run's log (for its "ceilings:" line); `source` names them by file

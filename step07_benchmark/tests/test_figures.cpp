@@ -166,7 +166,7 @@ TEST_SUITE("figures") {
     CHECK(svg_problem("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<svg xmlns=\"x\" width=\"1\" height=\"1\" "
                       "viewBox=\"0 0 1 1\"><g></svg>\n") == "</svg> closes <g>");
     const auto figures = all_figures(committed_inputs());
-    REQUIRE(figures.size() == 7);
+    REQUIRE(figures.size() == 8);
     for (const auto& f : figures) {
       INFO(f.file);
       CHECK(svg_problem(f.svg) == "");
@@ -426,6 +426,33 @@ TEST_SUITE("figures") {
     CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     CHECK(elements_with(svg, "data-block=").size() == 3);
     CHECK(elements_with(svg, "data-merge=\"3\"").size() == 1);
+  }
+
+  TEST_CASE("figures: the packed schedule draws every query tile once, heaviest first, on blocks within a tile") {
+    const std::string svg = packed_schedule_svg();
+    CHECK(svg_problem(svg).empty());
+    // 640, 200, 384, 64 and 256 rows in tiles of 128: 5 + 2 + 3 + 1 + 2.
+    CHECK(elements_with(svg, "data-seq=").size() == 13);
+    const auto order = elements_with(svg, "data-order=");
+    REQUIRE(order.size() == 13);
+    int previous = 1 << 30;
+    for (const std::string& e : order) {
+      const int w = std::stoi(attribute(e, "data-work"));
+      CHECK(w <= previous);
+      previous = w;
+    }
+    const auto items = elements_with(svg, "data-item=");
+    REQUIRE(items.size() == 13);
+    std::vector<int> seen(13, 0);
+    for (const std::string& e : items) ++seen[static_cast<std::size_t>(std::stoi(attribute(e, "data-item")))];
+    CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+    std::vector<int> totals;
+    for (const std::string& e : elements_with(svg, "data-total=")) totals.push_back(std::stoi(attribute(e, "data-total")));
+    REQUIRE(totals.size() == 3);
+    // 28 key tiles over 3 blocks: the rounds' alternating directions keep them within the heaviest
+    // tile's 5 of each other.
+    CHECK(totals[0] + totals[1] + totals[2] == 28);
+    CHECK(*std::max_element(totals.begin(), totals.end()) - *std::min_element(totals.begin(), totals.end()) <= 5);
   }
 
   TEST_CASE("figures: a fully masked row gives step05's sentinel an average and v5's -inf a NaN only at the end") {
