@@ -766,13 +766,13 @@ std::string packed_schedule_svg() {
                    lane_h = 40;
   const int total_rows = cu.back();
   Svg s(static_cast<int>(left + total_rows * row_px + 60), 620, "a packed batch's schedule on v6's packed twin");
-  s.heading("A packed batch in one launch: every sequence's query tiles, the heaviest first, on persistent blocks",
+  s.heading("A packed batch in one launch: the sequences' query tiles, longest sequence first, on persistent blocks",
             {"Causal sequences of " + std::to_string(lengths[0]) + ", " + std::to_string(lengths[1]) + ", " +
                  std::to_string(lengths[2]) + ", " + std::to_string(lengths[3]) + " and " +
                  std::to_string(lengths[4]) + " tokens end to end; query tiles of 128 rows; work: key tiles of 128 "
                  "(packed_key_tiles).",
-             "packed_schedule orders the tiles by work; PackedScheduler deals them to the blocks in rounds, left to "
-             "right and back (one head drawn)."});
+             "packed_schedule orders them sequence by sequence, the most work first; PackedScheduler deals them to the "
+             "blocks in rounds, left to right and back (one head drawn)."});
   // The packed rows: one segment per sequence, cut into its query tiles.
   s.text(left, rows_y - 12, "the packed rows (cu_seq_q), coloured by sequence, cut into query tiles; past a "
                             "sequence's end a tile reads zeros (ragged TMA view)", 12);
@@ -787,13 +787,14 @@ std::string packed_schedule_svg() {
     }
   }
   // The schedule's order: one box per tile, its width its work.
-  s.text(left, order_y - 12, "packed_schedule's order: the most key tiles first (widths: key tiles)", 12);
+  s.text(left, order_y - 12, "packed_schedule's order: sequence by sequence, in each the most key tiles first (widths: key tiles)",
+         12);
   double x = left;
   for (std::size_t i = 0; i < schedule.tiles.size(); ++i) {
     const fa2::flash::PackedTile& t = schedule.tiles[i];
     const int w = work(t);
     s.rect(x, order_y, w * order_unit - 2, 34, kLight[static_cast<std::size_t>(t.seq) % kLight.size()], "#555", 0.8,
-           attr("data-order", static_cast<int>(i)) + " " + attr("data-work", w));
+           attr("data-order", static_cast<int>(i)) + " " + attr("data-seq-order", t.seq) + " " + attr("data-work", w));
     s.text(x + w * order_unit / 2.0 - 1, order_y + 21, "s" + std::to_string(t.seq) + "." + std::to_string(t.q_tile), 10,
            "middle");
     x += w * order_unit;

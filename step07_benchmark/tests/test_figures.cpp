@@ -428,19 +428,27 @@ TEST_SUITE("figures") {
     CHECK(elements_with(svg, "data-merge=\"3\"").size() == 1);
   }
 
-  TEST_CASE("figures: the packed schedule draws every query tile once, heaviest first, on blocks within a tile") {
+  TEST_CASE("figures: the packed schedule draws every query tile once, sequence by sequence, on blocks within a tile") {
     const std::string svg = packed_schedule_svg();
     CHECK(svg_problem(svg).empty());
     // 640, 200, 384, 64 and 256 rows in tiles of 128: 5 + 2 + 3 + 1 + 2.
     CHECK(elements_with(svg, "data-seq=").size() == 13);
     const auto order = elements_with(svg, "data-order=");
     REQUIRE(order.size() == 13);
-    int previous = 1 << 30;
+    // Sequence by sequence (each one's tiles together), the most key tiles first inside each.
+    int previous_seq = -1, previous_work = 0;
+    std::vector<int> started;
     for (const std::string& e : order) {
-      const int w = std::stoi(attribute(e, "data-work"));
-      CHECK(w <= previous);
-      previous = w;
+      const int seq = std::stoi(attribute(e, "data-seq-order")), w = std::stoi(attribute(e, "data-work"));
+      if (seq != previous_seq) {
+        CHECK(std::find(started.begin(), started.end(), seq) == started.end());
+        started.push_back(seq);
+      } else {
+        CHECK(w <= previous_work);
+      }
+      previous_seq = seq, previous_work = w;
     }
+    CHECK(started == std::vector<int>{0, 2, 1, 4, 3});  // 15, 6, 3, 3 and 1 key tiles
     const auto items = elements_with(svg, "data-item=");
     REQUIRE(items.size() == 13);
     std::vector<int> seen(13, 0);

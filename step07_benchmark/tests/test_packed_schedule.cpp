@@ -1,5 +1,5 @@
 // The schedule of v6's packed forward (kernels/device/packed_schedule.hpp) on the host: every query
-// tile of every sequence once, the heaviest first; the per-sequence windows that turn the packed
+// tile of every sequence once, sequence by sequence, the heaviest first; the per-sequence windows that turn the packed
 // batch's bottom-right masks into the kernel's top-left ones, query by query and key by key against
 // split_kv.hpp's bottom_right_keys; and the key tiles each query tile walks, which must hold every
 // key its queries see.
@@ -44,7 +44,7 @@ std::pair<int, int> kernel_bounds(fa2::Window w, int max_q, int max_k) {
 
 }  // namespace
 
-TEST_CASE("packed schedule: every query tile once, the most key tiles first") {
+TEST_CASE("packed schedule: every query tile once, sequence by sequence, the most key tiles first") {
   std::mt19937 rng(46);
   for (int trial = 0; trial < 300; ++trial) {
     const bool square = trial % 2 == 0;
@@ -62,8 +62,13 @@ TEST_CASE("packed schedule: every query tile once, the most key tiles first") {
     const fa2::flash::PackedSchedule s =
         fa2::flash::packed_schedule(cu_q.data(), cu_k.data(), nullptr, batch, mask, kBlockM, kBlockN, left, right);
     REQUIRE(s.sequences.size() == lengths.size());
-    std::set<std::pair<int, int>> seen;
     std::size_t expected = 0;
+    std::vector<long long> total(static_cast<std::size_t>(batch), 0);
+    const auto work = [&](const fa2::flash::PackedTile& t) {
+      return fa2::flash::packed_key_tiles(mask, s.sequences[static_cast<std::size_t>(t.seq)], t.q_tile * kBlockM,
+                                          kBlockM, kBlockN, left, right)
+          .count();
+    };
     for (int b = 0; b < batch; ++b) {
       const PackedSequence& q = s.sequences[static_cast<std::size_t>(b)];
       CHECK(q.q_start == cu_q[static_cast<std::size_t>(b)]);
@@ -71,18 +76,27 @@ TEST_CASE("packed schedule: every query tile once, the most key tiles first") {
       CHECK(q.n_q == lengths[static_cast<std::size_t>(b)].first);
       CHECK(q.n_k == lengths[static_cast<std::size_t>(b)].second);
       expected += static_cast<std::size_t>((q.n_q + kBlockM - 1) / kBlockM);
+      for (int m = 0; m * kBlockM < q.n_q; ++m) total[static_cast<std::size_t>(b)] += work({b, m});
     }
     CHECK(s.tiles.size() == expected);
-    int previous = 1 << 30;
+    std::set<std::pair<int, int>> seen;
+    std::set<int> finished;  // the sequences whose tiles have all come: each sequence's tiles are consecutive
+    int previous_seq = -1, previous_work = 0;
+    long long previous_total = 1LL << 60;
     for (const fa2::flash::PackedTile& t : s.tiles) {
       REQUIRE(t.seq >= 0);
       REQUIRE(t.seq < batch);
-      const PackedSequence& q = s.sequences[static_cast<std::size_t>(t.seq)];
-      CHECK(t.q_tile * kBlockM < q.n_q);
+      CHECK(t.q_tile * kBlockM < s.sequences[static_cast<std::size_t>(t.seq)].n_q);
       CHECK(seen.insert({t.seq, t.q_tile}).second);
-      const int work = fa2::flash::packed_key_tiles(mask, q, t.q_tile * kBlockM, kBlockM, kBlockN, left, right).count();
-      CHECK(work <= previous);
-      previous = work;
+      const int w = work(t);
+      if (t.seq != previous_seq) {
+        CHECK(finished.insert(t.seq).second);
+        CHECK(total[static_cast<std::size_t>(t.seq)] <= previous_total);  // the sequences, the most work first
+        previous_total = total[static_cast<std::size_t>(t.seq)];
+      } else {
+        CHECK(w <= previous_work);  // inside a sequence, the most key tiles first
+      }
+      previous_seq = t.seq, previous_work = w;
     }
   }
 }

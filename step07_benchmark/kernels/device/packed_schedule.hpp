@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "common/host_device.hpp"
@@ -91,9 +92,13 @@ struct PackedScheduler {
 };
 
 // The schedule of one packed launch: every sequence's place, and its query tiles (of block_m rows)
-// in the order the blocks take them: the most key tiles first (longest processing time first: the
-// last tiles of the longest causal sequences, or the tiles of the longest sequences without a mask),
-// ties in the order of the sequences and their tiles. A sequence without queries has no tile.
+// in the order the blocks take them. Sequence by sequence, the most key tiles first (ties in the
+// order of the sequences), and inside a sequence its own tiles the most key tiles first (ties in
+// their order): the last tiles of the longest causal sequences lead, the shortest sequences' tiles
+// fill the end. Tile by tile the most work first would balance the blocks a little better, but it
+// would run the tiles of equal work of several long sequences together, each reading its own keys
+// and values, more than L2 holds; sequence by sequence the blocks running together read one
+// sequence's, as the dense kernel's blocks do. A sequence without queries has no tile.
 struct PackedSchedule {
   std::vector<PackedSequence> sequences;
   std::vector<PackedTile> tiles;
@@ -106,23 +111,28 @@ inline PackedSchedule packed_schedule(const std::int32_t* cu_seq_q, const std::i
                                       int block_n, int left, int right) {
   PackedSchedule schedule;
   schedule.sequences.reserve(static_cast<std::size_t>(batch));
-  std::vector<int> work;
+  // Each sequence's tiles with their key tiles, heaviest first, and the sequence's total.
+  std::vector<std::vector<std::pair<int, int>>> tiles(static_cast<std::size_t>(batch));  // (work, tile)
+  std::vector<long long> total(static_cast<std::size_t>(batch), 0);
   for (int b = 0; b < batch; ++b) {
     const PackedSequence s{cu_seq_q[b], cu_seq_q[b + 1] - cu_seq_q[b], cu_seq_k[b],
                            seqused_k != nullptr ? seqused_k[b] : cu_seq_k[b + 1] - cu_seq_k[b]};
     schedule.sequences.push_back(s);
+    auto& own = tiles[static_cast<std::size_t>(b)];
     for (int m = 0; m * block_m < s.n_q; ++m) {
-      schedule.tiles.push_back({b, m});
-      work.push_back(packed_key_tiles(mask, s, m * block_m, block_m, block_n, left, right).count());
+      own.emplace_back(packed_key_tiles(mask, s, m * block_m, block_m, block_n, left, right).count(), m);
+      total[static_cast<std::size_t>(b)] += own.back().first;
     }
+    std::stable_sort(own.begin(), own.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   }
-  std::vector<std::size_t> order(schedule.tiles.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
-  std::vector<PackedTile> sorted;
-  sorted.reserve(order.size());
-  for (const std::size_t i : order) sorted.push_back(schedule.tiles[i]);
-  schedule.tiles = std::move(sorted);
+  std::vector<int> order(static_cast<std::size_t>(batch));
+  for (int b = 0; b < batch; ++b) order[static_cast<std::size_t>(b)] = b;
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return total[static_cast<std::size_t>(x)] > total[static_cast<std::size_t>(y)];
+  });
+  for (const int b : order) {
+    for (const auto& [work, m] : tiles[static_cast<std::size_t>(b)]) schedule.tiles.push_back({b, m});
+  }
   return schedule;
 }
 
