@@ -1,7 +1,7 @@
 // The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
 // forward and backward) behind torch.ops, and fa2::varlen_decode and fa2::varlen_packed (step07's
-// decoding kernel and v6's packed forward, CUDA only), for the Python package fa2_attention. The CUDA implementations launch on Torch's current
-// stream; the CPU ones run the same kernel bodies on the host.
+// decoding kernel and v6's packed forward, CUDA only), for the Python package fa2_attention. The CUDA implementations
+// launch on Torch's current stream; the CPU ones run the same kernel bodies on the host.
 //   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
 #include <ATen/ATen.h>
 #include <c10/core/ScalarType.h>

@@ -754,9 +754,9 @@ std::string packed_schedule_svg() {
   constexpr int kBlockM = 128, kBlockN = 128, kBlocks = 3;
   std::vector<std::int32_t> cu = {0};
   for (const int n : lengths) cu.push_back(cu.back() + n);
-  const fa2::flash::PackedSchedule schedule = fa2::flash::packed_schedule(
-      cu.data(), cu.data(), nullptr, static_cast<int>(lengths.size()), fa2::flash::PackedMask::causal, kBlockM,
-      kBlockN, 0, 0);
+  const fa2::flash::PackedSchedule schedule =
+      fa2::flash::packed_schedule(cu.data(), cu.data(), nullptr, static_cast<int>(lengths.size()),
+                                  fa2::flash::PackedMask::causal, kBlockM, kBlockN, 0, 0);
   const auto work = [&](const fa2::flash::PackedTile& t) {
     const fa2::flash::PackedSequence& q = schedule.sequences[static_cast<std::size_t>(t.seq)];
     return fa2::flash::packed_key_tiles(fa2::flash::PackedMask::causal, q, t.q_tile * kBlockM, kBlockM, kBlockN, 0, 0)
@@ -768,14 +768,16 @@ std::string packed_schedule_svg() {
   Svg s(static_cast<int>(left + total_rows * row_px + 60), 620, "a packed batch's schedule on v6's packed twin");
   s.heading("A packed batch in one launch: the sequences' query tiles, longest sequence first, on persistent blocks",
             {"Causal sequences of " + std::to_string(lengths[0]) + ", " + std::to_string(lengths[1]) + ", " +
-                 std::to_string(lengths[2]) + ", " + std::to_string(lengths[3]) + " and " +
-                 std::to_string(lengths[4]) + " tokens end to end; query tiles of 128 rows; work: key tiles of 128 "
+                 std::to_string(lengths[2]) + ", " + std::to_string(lengths[3]) + " and " + std::to_string(lengths[4]) +
+                 " tokens end to end; query tiles of 128 rows; work: key tiles of 128 "
                  "(packed_key_tiles).",
              "packed_schedule orders them sequence by sequence, the most work first; PackedScheduler deals them to the "
              "blocks in rounds, left to right and back (one head drawn)."});
   // The packed rows: one segment per sequence, cut into its query tiles.
-  s.text(left, rows_y - 12, "the packed rows (cu_seq_q), coloured by sequence, cut into query tiles; past a "
-                            "sequence's end a tile reads zeros (ragged TMA view)", 12);
+  s.text(left, rows_y - 12,
+         "the packed rows (cu_seq_q), coloured by sequence, cut into query tiles; past a "
+         "sequence's end a tile reads zeros (ragged TMA view)",
+         12);
   for (const fa2::flash::PackedSequence& q : schedule.sequences) {
     const auto b = static_cast<std::size_t>(&q - schedule.sequences.data());
     for (int m = 0; m * kBlockM < q.n_q; ++m) {
@@ -787,8 +789,8 @@ std::string packed_schedule_svg() {
     }
   }
   // The schedule's order: one box per tile, its width its work.
-  s.text(left, order_y - 12, "packed_schedule's order: sequence by sequence, in each the most key tiles first (widths: key tiles)",
-         12);
+  s.text(left, order_y - 12,
+         "packed_schedule's order: sequence by sequence, in each the most key tiles first (widths: key tiles)", 12);
   double x = left;
   for (std::size_t i = 0; i < schedule.tiles.size(); ++i) {
     const fa2::flash::PackedTile& t = schedule.tiles[i];
@@ -801,8 +803,9 @@ std::string packed_schedule_svg() {
   }
   // The persistent blocks: round k's items k * blocks onwards, in alternating directions.
   s.text(left, lanes_y - 12,
-         std::to_string(kBlocks) + " persistent blocks (an SM each), item by item; the block with a round's heaviest "
-                                   "item takes the next round's lightest",
+         std::to_string(kBlocks) +
+             " persistent blocks (an SM each), item by item; the block with a round's heaviest "
+             "item takes the next round's lightest",
          12);
   const fa2::flash::PackedScheduler<true> sched{schedule.tiles.data(), static_cast<int>(schedule.tiles.size()), 1};
   for (int block = 0; block < kBlocks; ++block) {
@@ -1010,7 +1013,8 @@ std::vector<Figure> all_figures(const FigureInputs& in) {
       {"causal_alignment.svg", "top-left and bottom-right causal masks for N_q != N_k", causal_alignment_svg()},
       {"split_kv.svg", "split-KV decoding: a long cache's parts, their blocks and warps, and the merge",
        split_kv_svg()},
-      {"packed_schedule.svg", "a packed batch's query tiles, the order packed_schedule gives them, and the blocks' rounds",
+      {"packed_schedule.svg",
+       "a packed batch's query tiles, the order packed_schedule gives them, and the blocks' rounds",
        packed_schedule_svg()},
       {"roofline.svg", "roofline with " + std::to_string(points.size()) + " measured points at " + in.problem.label(),
        roofline_svg(points, in.ceilings, in.problem, in.source)},

@@ -1,12 +1,11 @@
 // The product's decoding kernel (kernels/sm80/decode.cuh, planned by plan_varlen_forward), and the
 // sm90 path's packed forward (v6's packed twins, planned by plan_packed_forward) on longer sequences,
-// against attention written out in float64 here. The decoding kernel's cases: packed sequences of 0 to 16 queries against 0 to
-// thousands of keys, the keys packed (with seqused_k shorter than the packing) or in a paged cache
-// whose pages are shuffled, grouped-query attention of 1 to 8 query heads per kv head, the causal
-// mask and windows aligned bottom-right, every head dim and both 16-bit dtypes, one part or many
-// (with more parts than tiles of keys). The outputs start as NaN: every row a sequence owns must be
-// written, and the rows past the last sequence must not be; the input rows no sequence owns are NaN
-// too, and must not reach an output. The argument checks run without a GPU.
+// against attention written out in float64 here. The decoding kernel's cases: packed sequences of 0 to 16 queries
+// against 0 to thousands of keys, the keys packed (with seqused_k shorter than the packing) or in a paged cache whose
+// pages are shuffled, grouped-query attention of 1 to 8 query heads per kv head, the causal mask and windows aligned
+// bottom-right, every head dim and both 16-bit dtypes, one part or many (with more parts than tiles of keys). The
+// outputs start as NaN: every row a sequence owns must be written, and the rows past the last sequence must not be; the
+// input rows no sequence owns are NaN too, and must not reach an output. The argument checks run without a GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -50,9 +49,9 @@ struct DecodeCase {
 };
 
 std::string describe(const DecodeCase& c) {
-  std::string s = std::string(c.packed ? "packed v6, " : "decoding, ") + "D " + std::to_string(c.head_dim) + ", H " + std::to_string(c.heads) + "/" +
-                  std::to_string(c.kv_heads) + ", window (" + std::to_string(c.window.left) + ", " +
-                  std::to_string(c.window.right) + "), " +
+  std::string s = std::string(c.packed ? "packed v6, " : "decoding, ") + "D " + std::to_string(c.head_dim) + ", H " +
+                  std::to_string(c.heads) + "/" + std::to_string(c.kv_heads) + ", window (" +
+                  std::to_string(c.window.left) + ", " + std::to_string(c.window.right) + "), " +
                   (c.page_size > 0 ? "pages of " + std::to_string(c.page_size) : std::string("packed")) + ", splits " +
                   std::to_string(c.splits) + ", sequences";
   for (const Sequence& q : c.sequences) s += " (" + std::to_string(q.n_q) + ", " + std::to_string(q.keys()) + ")";
@@ -323,7 +322,8 @@ TEST_SUITE("variants") {
         }
       }
       // float16; seqused_k shorter than the packed rows (the rows past it are NaN); strided rows.
-      DecodeCase used{D, 8, 2, {{300, 900, 300}, {40, 40, 40}, {17, 30, 0}, {130, 600, 77}}, {-1, 0}, 0, 0, true, 0, true};
+      DecodeCase used{D,    8, 2,   {{300, 900, 300}, {40, 40, 40}, {17, 30, 0}, {130, 600, 77}}, {-1, 0}, 0, 0,
+                      true, 0, true};
       run_case<fa2::fp16>(used, rng);
       used.window = {-1, -1};
       run_case<fa2::bf16>(used, rng);

@@ -455,7 +455,8 @@ TEST_SUITE("figures") {
     for (const std::string& e : items) ++seen[static_cast<std::size_t>(std::stoi(attribute(e, "data-item")))];
     CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
     std::vector<int> totals;
-    for (const std::string& e : elements_with(svg, "data-total=")) totals.push_back(std::stoi(attribute(e, "data-total")));
+    for (const std::string& e : elements_with(svg, "data-total="))
+      totals.push_back(std::stoi(attribute(e, "data-total")));
     REQUIRE(totals.size() == 3);
     // 28 key tiles over 3 blocks: the rounds' alternating directions keep them within the heaviest
     // tile's 5 of each other.

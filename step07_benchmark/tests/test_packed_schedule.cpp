@@ -55,8 +55,8 @@ TEST_CASE("packed schedule: every query tile once, sequence by sequence, the mos
       cu_q.push_back(cu_q.back() + n_q), cu_k.push_back(cu_k.back() + n_k);
       max_q = std::max(max_q, n_q), max_k = std::max(max_k, n_k);
     }
-    const PackedMask mask = square && trial % 4 == 0 ? PackedMask::causal
-                                                     : (trial % 3 == 0 ? PackedMask::none : PackedMask::window);
+    const PackedMask mask =
+        square && trial % 4 == 0 ? PackedMask::causal : (trial % 3 == 0 ? PackedMask::none : PackedMask::window);
     const auto [left, right] = kernel_bounds(trial % 5 == 0 ? fa2::Window{60, 10} : fa2::Window{-1, 0}, max_q, max_k);
     const auto batch = static_cast<int>(lengths.size());
     const fa2::flash::PackedSchedule s =
@@ -116,8 +116,8 @@ TEST_CASE("packed schedule: per-sequence top-left windows see exactly the bottom
         const bool bottom_right = j >= want.first && j <= want.last;
         // The kernels' masks compare with the bounds as numbers (a shifted bound may be negative).
         const bool top_left = j >= i - tl.left && j <= i + tl.right;
-        REQUIRE_MESSAGE(bottom_right == top_left, "n_q ", s.n_q, ", n_k ", s.n_k, ", window (", w.left, ", ",
-                        w.right, "), query ", i, ", key ", j);
+        REQUIRE_MESSAGE(bottom_right == top_left, "n_q ", s.n_q, ", n_k ", s.n_k, ", window (", w.left, ", ", w.right,
+                        "), query ", i, ", key ", j);
       }
     }
   }
@@ -136,14 +136,13 @@ TEST_CASE("packed schedule: a query tile's key tiles hold every key its queries 
       if (mask == PackedMask::causal && !(square && w.left < 0 && w.right == 0)) continue;
       const fa2::Window seen = mask == PackedMask::none ? fa2::Window{} : w;
       for (int q0 = 0; q0 < s.n_q; q0 += kBlockM) {
-        const fa2::flash::KeyTileRange range =
-            fa2::flash::packed_key_tiles(mask, s, q0, kBlockM, kBlockN, left, right);
+        const fa2::flash::KeyTileRange range = fa2::flash::packed_key_tiles(mask, s, q0, kBlockM, kBlockN, left, right);
         CHECK(range.count() >= 1);
         CHECK(range.first >= 0);
         CHECK(range.end <= std::max(1, (s.n_k + kBlockN - 1) / kBlockN));
         for (int i = q0; i < std::min(q0 + kBlockM, s.n_q); ++i) {
-          const fa2::flash::KeySpan keys = fa2::flash::bottom_right_keys(i, s.n_q, s.n_k, static_cast<int>(seen.left),
-                                                                         static_cast<int>(seen.right));
+          const fa2::flash::KeySpan keys =
+              fa2::flash::bottom_right_keys(i, s.n_q, s.n_k, static_cast<int>(seen.left), static_cast<int>(seen.right));
           if (keys.count() == 0) continue;
           REQUIRE_MESSAGE(keys.first / kBlockN >= range.first, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");
           REQUIRE_MESSAGE(keys.last / kBlockN < range.end, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");

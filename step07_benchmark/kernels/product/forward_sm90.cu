@@ -13,9 +13,9 @@
 
 #include "common/cuda/cuda_check.hpp"
 #include "common/numeric.hpp"
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"  // kRaggedSpan
 #include "step07_benchmark/kernels/product/flash_attention.hpp"
 #include "step07_benchmark/kernels/product/plan.hpp"
-#include "step07_benchmark/kernels/device/packed_schedule.hpp"  // kRaggedSpan
 
 namespace fa2::flash {
 

@@ -102,9 +102,9 @@ PackedPlan plan_packed_forward(const FlashVarlenArgs& args) {
   if (!plan.runs()) return plan;
   plan.mask = packed_mask(args);
   const WindowBounds bounds = packed_kernel_bounds(args);
-  plan.schedule = packed_schedule(args.cu_seq_q_host, args.cu_seq_k_host, args.seqused_k_host,
-                                  static_cast<int>(args.batch), plan.mask, kPackedBlockM, kPackedBlockN, bounds.left,
-                                  bounds.right);
+  plan.schedule =
+      packed_schedule(args.cu_seq_q_host, args.cu_seq_k_host, args.seqused_k_host, static_cast<int>(args.batch),
+                      plan.mask, kPackedBlockM, kPackedBlockN, bounds.left, bounds.right);
   const auto tiles = static_cast<index_t>(plan.schedule.tiles.size());
   if (tiles * args.q_shape[1] >= (index_t{1} << 31)) {
     plan.refused = "T_q x H: v6 packed numbers its (query tile, head) items with an int";
@@ -124,8 +124,8 @@ void run(const PackedPlan& plan, cudaStream_t stream) {
   }
   const std::size_t sequence_bytes = plan.schedule.sequences.size() * sizeof(PackedSequence);
   auto* schedule = static_cast<unsigned char*>(plan.args.schedule);
-  FA2_CUDA_CHECK(cudaMemcpyAsync(schedule, plan.schedule.sequences.data(), sequence_bytes, cudaMemcpyHostToDevice,
-                                 stream));
+  FA2_CUDA_CHECK(
+      cudaMemcpyAsync(schedule, plan.schedule.sequences.data(), sequence_bytes, cudaMemcpyHostToDevice, stream));
   FA2_CUDA_CHECK(cudaMemcpyAsync(schedule + sequence_bytes, plan.schedule.tiles.data(),
                                  plan.schedule.tiles.size() * sizeof(PackedTile), cudaMemcpyHostToDevice, stream));
 #ifdef FA2_HOPPER_SM90A

@@ -41,7 +41,8 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     if constexpr (Cfg::PACKED) {
       return PackedScheduler<Cfg::PERSISTENT>{p.packed_tiles, p.n_packed_tiles, heads};
     } else {
-      return TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT>{p.n_q_tiles, heads, p.kv_group, Cfg::L2_ORDER ? p.l2_heads : 1};
+      return TileScheduler<Cfg::CAUSAL, Cfg::PERSISTENT>{p.n_q_tiles, heads, p.kv_group,
+                                                         Cfg::L2_ORDER ? p.l2_heads : 1};
     }
   }();
   const int items = sched.items();
