@@ -18,8 +18,8 @@ namespace fa2::flash {
 namespace {
 
 // The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
-// (ROW_LOADS), the fastest or within 1% of it at every point of step07_decode_bench's table (README,
-// "Decoding"). At head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
+// (ROW_LOADS), the one step07_decode_bench's table chose (step 7's GUIDE, "Decoding: split-KV"). At
+// head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
 template <int D>
 using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
 
