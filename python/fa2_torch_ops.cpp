@@ -407,6 +407,17 @@ const std::int32_t* int32_data(const char* name, const std::optional<at::Tensor>
   return t->const_data_ptr<std::int32_t>();
 }
 
+// The tensors of a varlen call, as the kernels read them: q, k, v and out (rows, heads, D) views,
+// lse (H, T_q).
+void set_tensors(fa2::FlashVarlenArgs& a, const at::Tensor& qv, const at::Tensor& kv, const at::Tensor& vv,
+                 const at::Tensor& out, const at::Tensor& lse) {
+  a.q = qv.const_data_ptr(), a.q_shape = shape_of<3>(qv), a.q_strides = strides_of<3>(qv);
+  a.k = kv.const_data_ptr(), a.k_shape = shape_of<3>(kv), a.k_strides = strides_of<3>(kv);
+  a.v = vv.const_data_ptr(), a.v_shape = shape_of<3>(vv), a.v_strides = strides_of<3>(vv);
+  a.o = out.mutable_data_ptr(), a.o_shape = shape_of<3>(out), a.o_strides = strides_of<3>(out);
+  a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
+}
+
 // The decoding kernel on CUDA (kernel="fast" with few queries per sequence). varlen.py has checked
 // the index tensors' values against the tensors (cu_seq_q, cu_seq_k, seqused_k, block_table, max_q,
 // max_k): the kernel trusts them. The rows past cu_seq_q[-1] are left for the caller to fill.
@@ -440,11 +451,7 @@ std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
   a.dtype = kernel_dtype(q);
   TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kVarlenDecode,
               ": the decoding kernel takes bfloat16 or float16, got ", dtype_name(q));
-  a.q = qv.const_data_ptr(), a.q_shape = shape_of<3>(qv), a.q_strides = strides_of<3>(qv);
-  a.k = kv.const_data_ptr(), a.k_shape = shape_of<3>(kv), a.k_strides = strides_of<3>(kv);
-  a.v = vv.const_data_ptr(), a.v_shape = shape_of<3>(vv), a.v_strides = strides_of<3>(vv);
-  a.o = out.mutable_data_ptr(), a.o_shape = shape_of<3>(out), a.o_strides = strides_of<3>(out);
-  a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
+  set_tensors(a, qv, kv, vv, out, lse);
   a.batch = cu_seq_q.numel() - 1;
   a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);
   a.cu_seq_k = paged ? nullptr : int32_data("cu_seq_k", cu_seq_k, q);
@@ -508,11 +515,7 @@ std::tuple<at::Tensor, at::Tensor> varlen_packed_cuda(const at::Tensor& q, const
 
   fa2::FlashVarlenArgs a;
   a.dtype = kernel_dtype(q);
-  a.q = qv.const_data_ptr(), a.q_shape = shape_of<3>(qv), a.q_strides = strides_of<3>(qv);
-  a.k = kv.const_data_ptr(), a.k_shape = shape_of<3>(kv), a.k_strides = strides_of<3>(kv);
-  a.v = vv.const_data_ptr(), a.v_shape = shape_of<3>(vv), a.v_strides = strides_of<3>(vv);
-  a.o = out.mutable_data_ptr(), a.o_shape = shape_of<3>(out), a.o_strides = strides_of<3>(out);
-  a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
+  set_tensors(a, qv, kv, vv, out, lse);
   a.batch = cu_seq_q.numel() - 1;
   TORCH_CHECK(cu_seq_k.numel() == cu_seq_q.numel(), kVarlenPacked, ": cu_seq_k must have cu_seq_q's length");
   a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);

@@ -254,6 +254,23 @@ std::vector<Sequence> decoding_sequences() {
   return {{1, 1000}, {16, 300}, {3, 0}, {0, 50}, {5, 3}, {1, 1}, {7, 2100}, {2, 17}};
 }
 
+// Two sequences of one query and one key each, H 4/2, D 64, in host memory: arguments the plans
+// accept but for the GPU, for the refusal tests to spoil one field at a time.
+fa2::FlashVarlenArgs well_formed_args() {
+  fa2::FlashVarlenArgs a;
+  alignas(16) static std::uint16_t storage[64 * 8];
+  static float l[64];
+  static std::int32_t cu[3] = {0, 1, 2};
+  a.q = a.k = a.v = storage, a.o = storage, a.l = l;
+  a.q_shape = {2, 4, 64}, a.q_strides = {256, 64, 1};
+  a.k_shape = {2, 2, 64}, a.k_strides = {128, 64, 1};
+  a.v_shape = a.k_shape, a.v_strides = a.k_strides;
+  a.o_shape = a.q_shape, a.o_strides = a.q_strides;
+  a.l_shape = {4, 2}, a.l_strides = {2, 1};
+  a.batch = 2, a.cu_seq_q = cu, a.cu_seq_k = cu, a.max_q = 1, a.max_k = 1;
+  return a;
+}
+
 }  // namespace
 
 TEST_SUITE("variants") {
@@ -335,17 +352,7 @@ TEST_SUITE("variants") {
   }
 
   TEST_CASE("the decoding plan refuses bad arguments, naming them (no GPU needed)") {
-    fa2::FlashVarlenArgs a;
-    alignas(16) static std::uint16_t storage[64 * 8];
-    static float l[64];
-    static std::int32_t cu[3] = {0, 1, 2};
-    a.q = a.k = a.v = storage, a.o = storage, a.l = l;
-    a.q_shape = {2, 4, 64}, a.q_strides = {256, 64, 1};
-    a.k_shape = {2, 2, 64}, a.k_strides = {128, 64, 1};
-    a.v_shape = a.k_shape, a.v_strides = a.k_strides;
-    a.o_shape = a.q_shape, a.o_strides = a.q_strides;
-    a.l_shape = {4, 2}, a.l_strides = {2, 1};
-    a.batch = 2, a.cu_seq_q = cu, a.cu_seq_k = cu, a.max_q = 1, a.max_k = 1;
+    fa2::FlashVarlenArgs a = well_formed_args();
     const auto refused = [](fa2::FlashVarlenArgs bad) { return fa2::flash::plan_varlen_forward(bad).refused; };
     fa2::FlashVarlenArgs bad = a;
     bad.dtype = fa2::DType::float32;
@@ -371,18 +378,8 @@ TEST_SUITE("variants") {
   }
 
   TEST_CASE("the packed plan refuses bad arguments and lengths, naming them (no GPU needed)") {
-    fa2::FlashVarlenArgs a;
-    alignas(16) static std::uint16_t storage[64 * 8];
-    static float l[64];
-    static std::int32_t cu[3] = {0, 1, 2};
-    a.q = a.k = a.v = storage, a.o = storage, a.l = l;
-    a.q_shape = {2, 4, 64}, a.q_strides = {256, 64, 1};
-    a.k_shape = {2, 2, 64}, a.k_strides = {128, 64, 1};
-    a.v_shape = a.k_shape, a.v_strides = a.k_strides;
-    a.o_shape = a.q_shape, a.o_strides = a.q_strides;
-    a.l_shape = {4, 2}, a.l_strides = {2, 1};
-    a.batch = 2, a.cu_seq_q = cu, a.cu_seq_k = cu, a.max_q = 1, a.max_k = 1;
-    a.cu_seq_q_host = cu, a.cu_seq_k_host = cu;
+    fa2::FlashVarlenArgs a = well_formed_args();
+    a.cu_seq_q_host = a.cu_seq_q, a.cu_seq_k_host = a.cu_seq_k;
     const auto refused = [](fa2::FlashVarlenArgs bad) { return fa2::flash::plan_packed_forward(bad).refused; };
     // Well-formed arguments are refused only for want of an sm_90 GPU and build, and then say so.
     const std::string good = refused(a);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "step07_benchmark/kernels/device/launch_params.cuh"
 #include "step07_benchmark/kernels/product/flash_attention.hpp"
@@ -15,23 +16,18 @@
 
 namespace fa2::flash {
 
-namespace {
-
-// The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
-// (ROW_LOADS), the one step07_decode_bench's table chose (step 7's GUIDE, "Decoding: split-KV"). At
-// head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
-template <int D>
-using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
-
-std::string varlen_refusal(const FlashVarlenArgs& a) {
-  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16)
-    return "dtype: the decoding kernel takes bfloat16 or float16";
+// The checks of the tensors that both varlen plans share (plan.hpp), the kernel named in each reason.
+std::string varlen_tensor_refusal(const FlashVarlenArgs& a, std::string_view kernel, std::string_view head_dim_list,
+                                  std::initializer_list<index_t> head_dims) {
+  const std::string who(kernel);
+  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16) return "dtype: " + who + " takes bfloat16 or float16";
   if (a.q == nullptr || a.k == nullptr || a.v == nullptr || a.o == nullptr || a.l == nullptr) {
     return "q, k, v, o, l: every tensor needs an address";
   }
   const index_t D = a.q_shape[2];
-  if (D != 32 && D != 64 && D != 128)
-    return "head_dim: the decoding kernel takes 32, 64 or 128, got " + std::to_string(D);
+  if (std::find(head_dims.begin(), head_dims.end(), D) == head_dims.end()) {
+    return "head_dim: " + who + " takes " + std::string(head_dim_list) + ", got " + std::to_string(D);
+  }
   if (a.k_shape[2] != D || a.v_shape != a.k_shape) {
     return "k, v: shapes " + to_string<3>(a.k_shape) + " and " + to_string<3>(a.v_shape) +
            " must be equal, with q's head dim " + std::to_string(D);
@@ -47,8 +43,22 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
   }
   if (!rows_16_byte_aligned(a.q, a.q_strides, 2) || !rows_16_byte_aligned(a.k, a.k_strides, 2) ||
       !rows_16_byte_aligned(a.v, a.v_strides, 2) || !rows_16_byte_aligned(a.o, a.o_strides, 2)) {
-    return "layout: the decoding kernel needs 16-byte aligned rows (base pointers and row and head strides multiples "
-           "of 8)";
+    return "layout: " + who + " needs 16-byte aligned rows (base pointers and row and head strides multiples of 8)";
+  }
+  return {};
+}
+
+namespace {
+
+// The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
+// (ROW_LOADS), the one step07_decode_bench's table chose (step 7's GUIDE, "Decoding: split-KV"). At
+// head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
+template <int D>
+using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
+
+std::string varlen_refusal(const FlashVarlenArgs& a) {
+  if (std::string why = varlen_tensor_refusal(a, "the decoding kernel", "32, 64 or 128", {32, 64, 128}); !why.empty()) {
+    return why;
   }
   if (a.batch < 0 || a.cu_seq_q == nullptr) return "cu_seq_q: batch + 1 offsets are needed (batch >= 0)";
   if (a.max_q < 0 || a.max_k < 0) return "max_q, max_k: must not be negative";

@@ -17,29 +17,7 @@ namespace fa2::flash {
 namespace {
 
 std::string tensor_refusal(const FlashVarlenArgs& a) {
-  if (a.dtype != DType::bfloat16 && a.dtype != DType::float16) return "dtype: v6 packed takes bfloat16 or float16";
-  if (a.q == nullptr || a.k == nullptr || a.v == nullptr || a.o == nullptr || a.l == nullptr) {
-    return "q, k, v, o, l: every tensor needs an address";
-  }
-  const index_t D = a.q_shape[2];
-  if (D != 64 && D != 128) return "head_dim: v6 packed takes 64 or 128, got " + std::to_string(D);
-  if (a.k_shape[2] != D || a.v_shape != a.k_shape) {
-    return "k, v: shapes " + to_string<3>(a.k_shape) + " and " + to_string<3>(a.v_shape) +
-           " must be equal, with q's head dim " + std::to_string(D);
-  }
-  if (a.o_shape != a.q_shape) return "o: shape " + to_string<3>(a.o_shape) + " must be q's " + to_string<3>(a.q_shape);
-  if (a.k_shape[1] < 1 || a.q_shape[1] % a.k_shape[1] != 0) {
-    return "k: its " + std::to_string(a.k_shape[1]) + " kv heads must divide q's " + std::to_string(a.q_shape[1]) +
-           " heads";
-  }
-  if (a.l_shape[0] != a.q_shape[1] || a.l_shape[1] != a.q_shape[0]) return "l: shape must be (H, T_q)";
-  for (const auto* strides : {&a.q_strides, &a.k_strides, &a.v_strides, &a.o_strides}) {
-    if ((*strides)[2] != 1) return "strides: the head dim must be contiguous (stride 1) in q, k, v and o";
-  }
-  if (!rows_16_byte_aligned(a.q, a.q_strides, 2) || !rows_16_byte_aligned(a.k, a.k_strides, 2) ||
-      !rows_16_byte_aligned(a.v, a.v_strides, 2) || !rows_16_byte_aligned(a.o, a.o_strides, 2)) {
-    return "layout: v6 packed needs 16-byte aligned rows (base pointers and row and head strides multiples of 8)";
-  }
+  if (std::string why = varlen_tensor_refusal(a, "v6 packed", "64 or 128", {64, 128}); !why.empty()) return why;
   // The ragged views count rows with kRaggedSpan; the window's sums stay inside an int.
   if (a.q_shape[0] >= kRaggedSpan || a.k_shape[0] >= kRaggedSpan || a.max_q + a.max_k >= kRaggedSpan) {
     return "T_q, T_k, max_q + max_k: v6 packed takes fewer than 2^30 rows";

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <initializer_list>
 #include <iterator>
 #include <string>
 #include <string_view>
@@ -171,5 +172,11 @@ inline WindowBounds packed_kernel_bounds(const FlashVarlenArgs& a) {
           static_cast<int>(a.window.right < 0 ? a.max_q : a.window.right)};
 }
 void launch_packed_sm90(const PackedPlan& plan, ::CUstream_st* stream);
+
+// The tensor checks both varlen plans make (product/decode.cu): dtype, addresses, head dim (one of
+// head_dims, listed in the reason as head_dim_list), shapes, a contiguous head dim and 16-byte
+// aligned rows; `kernel` names the kernel in the reasons. Empty when they pass.
+std::string varlen_tensor_refusal(const FlashVarlenArgs& a, std::string_view kernel, std::string_view head_dim_list,
+                                  std::initializer_list<index_t> head_dims);
 
 }  // namespace fa2::flash
