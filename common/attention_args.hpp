@@ -152,6 +152,34 @@ struct FlashVarlenArgs {
   void* schedule = nullptr;
 };
 
+// The backward of a packed batch (the sm90 path's packed backward, plan_packed_backward): the
+// forward's arguments (O and L read only; keys packed, no pages, no seqused_k) plus dO in, dQ, dK,
+// dV out and the float32 workspaces, as FlashBwdArgs adds them to FlashFwdArgs. dO, dQ are q's
+// shape, dK and dV k's, strides (row, head, 1). D_i is (H, T_q) and dQ_accum (T_q, H, D), both
+// float32 and contiguous. Deterministic: the counters of packed_dq_semaphore_count int32.
+// `schedule` holds the backward's own schedule (PackedBackwardPlan::schedule_bytes).
+struct FlashVarlenBwdArgs : FlashVarlenArgs {
+  const void* do_ = nullptr;
+  Extents<3> do_shape{}, do_strides{};
+  float* d_rows = nullptr;
+  float* dq_accum = nullptr;
+  void* dq = nullptr;
+  Extents<3> dq_shape{}, dq_strides{};
+  void* dk = nullptr;
+  Extents<3> dk_shape{}, dk_strides{};
+  void* dv = nullptr;
+  Extents<3> dv_shape{}, dv_strides{};
+  bool deterministic = false;
+  std::int32_t* dq_semaphores = nullptr;
+};
+
+// The counters of FlashVarlenBwdArgs::dq_semaphores for q of shape (T_q, H, D) in `batch`
+// sequences: per head, one per 32 rows and one more per sequence (sequence b's start at
+// floor(cu_seq_q[b] / 32) + b, so that no two sequences share one).
+constexpr index_t packed_dq_semaphore_count(const Extents<3>& q_shape, index_t batch) {
+  return q_shape[1] * ((q_shape[0] + 31) / 32 + batch);
+}
+
 // The size of FlashBwdArgs::dq_semaphores for Q of shape (B, N_q, D): one counter per batch
 // element and 32 query rows.
 constexpr index_t dq_semaphore_count(const Extents<3>& q_shape) {

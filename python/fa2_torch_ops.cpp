@@ -1,6 +1,7 @@
 // The PyTorch operators fa2::forward and fa2::backward: step05's kernels (and step07's fast
-// forward and backward) behind torch.ops, and fa2::varlen_decode and fa2::varlen_packed (step07's
-// decoding kernel and v6's packed forward, CUDA only), for the Python package fa2_attention. The CUDA implementations
+// forward and backward) behind torch.ops, and fa2::varlen_decode, fa2::varlen_packed and
+// fa2::varlen_packed_backward (step07's decoding kernel, v6's packed forward and v6b's packed
+// backward, CUDA only), for the Python package fa2_attention. The CUDA implementations
 // launch on Torch's current stream; the CPU ones run the same kernel bodies on the host.
 //   cmake --build --preset sm90 --target fa2_torch_ops     (python/README.md: install, API, tests)
 #include <ATen/ATen.h>
@@ -538,6 +539,84 @@ std::tuple<at::Tensor, at::Tensor> varlen_packed_cuda(const at::Tensor& q, const
   return {out, lse};
 }
 
+constexpr const char* kVarlenPackedBackward = "fa2::varlen_packed_backward";
+
+// v6b's packed backward on CUDA (kernel="fast" on an sm_90 GPU): every sequence's key tiles in one
+// launch, between the preprocess and dQ's conversion, which run on the packed rows as they lie.
+// dQ comes back for every row of q (0 where no sequence has the row or no key is seen), dK and dV
+// for every row of k (0 where no sequence has the row).
+std::tuple<at::Tensor, at::Tensor, at::Tensor> varlen_packed_backward_cuda(
+    const at::Tensor& dout, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& out,
+    const at::Tensor& lse, const at::Tensor& cu_seq_q, const at::Tensor& cu_seq_k, std::int64_t max_q,
+    std::int64_t max_k, std::optional<double> scale, std::int64_t window_left, std::int64_t window_right,
+    bool deterministic) {
+  TORCH_CHECK(q.dim() == 3 && k.dim() == 3 && v.sizes().equals(k.sizes()), kVarlenPackedBackward,
+              ": q must be (T_q, H, D) and k, v both (T_k, H_kv, D), got ", q.sizes(), ", ", k.sizes(), " and ",
+              v.sizes());
+  TORCH_CHECK(dout.sizes().equals(q.sizes()) && out.sizes().equals(q.sizes()), kVarlenPackedBackward,
+              ": dout and out must have q's shape ", q.sizes(), ", got ", dout.sizes(), " and ", out.sizes());
+  TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kVarlenPackedBackward,
+              ": v6b's packed backward takes bfloat16 or float16, got ", dtype_name(q));
+  for (const auto& [name, t] :
+       {std::pair{"k", &k}, std::pair{"v", &v}, std::pair{"out", &out}, std::pair{"dout", &dout}}) {
+    TORCH_CHECK(t->scalar_type() == q.scalar_type() && t->device() == q.device(), kVarlenPackedBackward, ": ", name,
+                " must have q's dtype and device");
+  }
+  TORCH_CHECK(lse.dim() == 2 && lse.size(0) == q.size(1) && lse.size(1) == q.size(0) &&
+                  lse.scalar_type() == at::kFloat && lse.device() == q.device(),
+              kVarlenPackedBackward, ": lse must be float32 (H, T_q) on q's device, got ", lse.sizes());
+  TORCH_CHECK(cu_seq_k.numel() == cu_seq_q.numel(), kVarlenPackedBackward, ": cu_seq_k must have cu_seq_q's length");
+  const at::Tensor qv = kernel_view(q, Kernel::fast), kv = kernel_view(k, Kernel::fast),
+                   vv = kernel_view(v, Kernel::fast), ov = kernel_view(out, Kernel::fast),
+                   dov = kernel_view(dout, Kernel::fast);
+  const at::Tensor cu_q_host = cu_seq_q.to(at::kCPU).contiguous(), cu_k_host = cu_seq_k.to(at::kCPU).contiguous();
+  at::Tensor dq = at::empty(q.sizes(), q.options());
+  at::Tensor dk = at::empty(k.sizes(), k.options()), dv = at::empty(v.sizes(), v.options());
+  at::Tensor d_rows = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
+  at::Tensor dq_accum = at::empty(q.sizes(), q.options().dtype(at::kFloat));
+
+  fa2::FlashVarlenBwdArgs a;
+  a.dtype = kernel_dtype(q);
+  // out and lse are read only here; set_tensors takes them as the forward's outputs.
+  set_tensors(a, qv, kv, vv, ov, lse);
+  a.do_ = dov.const_data_ptr(), a.do_shape = shape_of<3>(dov), a.do_strides = strides_of<3>(dov);
+  a.dq = dq.mutable_data_ptr(), a.dq_shape = shape_of<3>(dq), a.dq_strides = strides_of<3>(dq);
+  a.dk = dk.mutable_data_ptr(), a.dk_shape = shape_of<3>(dk), a.dk_strides = strides_of<3>(dk);
+  a.dv = dv.mutable_data_ptr(), a.dv_shape = shape_of<3>(dv), a.dv_strides = strides_of<3>(dv);
+  a.d_rows = d_rows.mutable_data_ptr<float>();
+  a.dq_accum = dq_accum.mutable_data_ptr<float>();
+  a.batch = cu_seq_q.numel() - 1;
+  a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);
+  a.cu_seq_k = int32_data("cu_seq_k", cu_seq_k, q);
+  a.cu_seq_q_host = cu_q_host.const_data_ptr<std::int32_t>();
+  a.cu_seq_k_host = cu_k_host.const_data_ptr<std::int32_t>();
+  a.max_q = max_q, a.max_k = max_k;
+  a.scale = checked_scale(kVarlenPackedBackward, scale);
+  a.window = {window_left, window_right};
+  a.deterministic = deterministic;
+
+  const c10::cuda::CUDAGuard on_device(q.device());
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(q.device().index()).stream();
+  fa2::flash::PackedBackwardPlan plan = fa2::flash::plan_packed_backward(a);
+  TORCH_CHECK(plan.runs(), kVarlenPackedBackward, ": ", plan.refused);
+  const at::Tensor schedule = at::empty({std::max<std::int64_t>(plan.schedule_bytes, 1)}, q.options().dtype(at::kByte));
+  plan.args.schedule = schedule.data_ptr();
+  at::Tensor semaphores;
+  if (deterministic) {
+    semaphores = at::empty({fa2::packed_dq_semaphore_count(a.q_shape, a.batch)}, q.options().dtype(at::kInt));
+    plan.args.dq_semaphores = semaphores.mutable_data_ptr<std::int32_t>();
+  }
+  // The key rows no sequence holds (before the first, after the last) get no block.
+  const std::int64_t first_key = a.batch > 0 ? a.cu_seq_k_host[0] : 0;
+  const std::int64_t end_key = a.batch > 0 ? a.cu_seq_k_host[a.batch] : 0;
+  for (at::Tensor* g : {&dk, &dv}) {
+    g->narrow(0, 0, first_key).zero_();
+    g->narrow(0, end_key, k.size(0) - end_key).zero_();
+  }
+  run_checked(kVarlenPackedBackward, [&] { fa2::flash::run(plan, stream); });
+  return {dq, dk, dv};
+}
+
 #endif  // FA2_TORCH_OPS_WITH_CUDA
 
 // Empty when kernel="fast" can run v6 (and its packed forward) on the current CUDA device, else why
@@ -570,6 +649,11 @@ TORCH_LIBRARY(fa2, m) {
   m.def(
       "varlen_packed(Tensor q, Tensor k, Tensor v, Tensor cu_seq_q, Tensor cu_seq_k, Tensor? seqused_k, int max_q, "
       "int max_k, float? scale, int window_left, int window_right) -> (Tensor out, Tensor lse)");
+  // CUDA only: varlen.py calls it for the backward of what varlen_packed ran.
+  m.def(
+      "varlen_packed_backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor cu_seq_q, "
+      "Tensor cu_seq_k, int max_q, int max_k, float? scale, int window_left, int window_right, bool deterministic) "
+      "-> (Tensor dq, Tensor dk, Tensor dv)");
   m.def("sm90_unavailable() -> str", &sm90_unavailable);
 }
 
@@ -584,5 +668,6 @@ TORCH_LIBRARY_IMPL(fa2, CUDA, m) {
   m.impl("backward", &backward_cuda);
   m.impl("varlen_decode", &varlen_decode_cuda);
   m.impl("varlen_packed", &varlen_packed_cuda);
+  m.impl("varlen_packed_backward", &varlen_packed_backward_cuda);
 }
 #endif

@@ -48,16 +48,18 @@
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
 #   scripts/gpu_session.sh decode   [OUT]  the varlen kernels in one call (the decoding kernel, v6's
-#                                          packed forward): their GPU tests, test_varlen.py,
+#                                          packed forward, v6b's packed backward): their GPU tests, test_varlen.py,
 #                                          step07_decode_bench (its configurations, packed and in pages
 #                                          of 64), ncu on the product's decoding kernel at B 8, cache
 #                                          32768 (OUT/ncu_decode.txt; NCU=0: no ncu),
-#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS) and
+#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS;
+#                                          DECODE_BENCH=0: neither decoding benchmark runs) and
 #                                          --mode train (TRAIN_ARGS; TRAIN=0: not run), then
 #                                          memcheck, racecheck and synccheck on the decoding kernel's
 #                                          float16 case, memcheck and synccheck on the packed forward's
-#                                          case, and memcheck over test_varlen.py's CUDA decoding, paged
-#                                          and packed cases (each tensor its own allocation)
+#                                          case and on the packed backward's shorter case, and memcheck
+#                                          over test_varlen.py's CUDA decoding, paged and packed cases
+#                                          (each tensor its own allocation)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -353,7 +355,9 @@ phase_decode() {
       -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
     tail -n 3 "$out/pytest_varlen.log"
   fi
-  for pages in 0 64; do
+  local pages_list=(0 64)
+  [ "${DECODE_BENCH:-1}" != 0 ] || pages_list=()
+  for pages in "${pages_list[@]}"; do
     log "step07_decode_bench --page-size=$pages"
     timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" --csv="$out/decode_bench_p$pages.csv" \
       > "$out/decode_bench_p$pages.md" 2>&1 || status=1
@@ -367,7 +371,7 @@ phase_decode() {
     grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Warp Cycles Per Issued|L2 Hit|L1/TEX Hit" \
       "$out/ncu_decode.txt" | head -n 12
   fi
-  if [ -f "$ops" ]; then
+  if [ "${DECODE_BENCH:-1}" != 0 ] && [ -f "$ops" ]; then
     log "python/benchmarks/varlen.py --mode decode ${DECODE_ARGS:-}"
     # shellcheck disable=SC2086
     (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
@@ -386,6 +390,7 @@ phase_decode() {
   done
   for tool in memcheck synccheck; do
     sanitize "packed_$tool" "$tool" 300 "$bin" "-tc=*packed forward*"
+    sanitize "packed_backward_$tool" "$tool" 300 "$bin" "-tc=*packed backward in float16*"
   done
   if [ -f "$ops" ]; then
     log "memcheck over test_varlen.py's decoding, paged and packed cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"

@@ -8,8 +8,10 @@ sequence, reading the packed or paged keys where they lie, the query heads of a 
 each long cache cut into parts (split-KV) that a second launch merges. Longer sequences on an
 sm_90 GPU (bfloat16 or float16, head dim 64 or 128, keys packed) run forward in one launch of v6's
 packed twin (fa2::varlen_packed): every sequence's query tiles, the longest first, read and written
-where they lie. Otherwise every sequence runs through the dense operators (fa2::forward,
-fa2::backward) on its own rows of the packed tensors; the backward always does. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
+where they lie. Their backward (any query lengths; keys packed, no seqused_k) is one launch of v6b's
+packed twin (fa2::varlen_packed_backward) over every sequence's key tiles. Otherwise every sequence
+runs through the dense operators (fa2::forward, fa2::backward) on its own rows of the packed
+tensors. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
 functions align them: the last query of a sequence sits at its last key, so a query of a sequence
 with N_q queries and N_k keys stands at offset N_k - N_q, and query i sees key j when
 
@@ -285,6 +287,15 @@ def _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, 
     return out, lse
 
 
+def _packed_backward(dout, query, key, value, out, lse, sequences, cu_seq_q, cu_seq_k, scale, window, deterministic):
+    """The gradients of every sequence in one launch of v6b's packed twin (between its row-wise
+    first and last kernels), which reads the rows in place. Rows no sequence holds get 0."""
+    max_q = max((n_q for _, n_q, _, _, _ in sequences), default=0)
+    max_k = max((n_k for _, _, _, n_k, _ in sequences), default=0)
+    return torch.ops.fa2.varlen_packed_backward(dout, query, key, value, out, lse, cu_seq_q, cu_seq_k, max_q, max_k,
+                                                scale, window[0], window[1], deterministic)
+
+
 def _forward(query, key, value, sequences, scale, kernel, allow_tf32):
     out = _poisoned(query.shape, query)
     lse = _poisoned((query.shape[1], query.shape[0]), query, torch.float32)
@@ -359,7 +370,12 @@ def _varlen_backward_op(dout: torch.Tensor, query: torch.Tensor, key: torch.Tens
                         max_q: int, max_k: int, scale: Optional[float], window_left: int, window_right: int,
                         seqused_k: Optional[torch.Tensor], kernel: str, deterministic: bool,
                         allow_tf32: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, (window_left, window_right), seqused_k, None)
+    window = (window_left, window_right)
+    if seqused_k is None and _packs(query, kernel, None):
+        sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, None, None, dense=False)
+        return _packed_backward(dout, query, key, value, out, lse, sequences, cu_seq_q, cu_seq_k, scale, window,
+                                deterministic)
+    sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, None)
     return _backward(dout, query, key, value, out, lse, sequences, scale, kernel, deterministic, allow_tf32)
 
 
@@ -428,8 +444,9 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     kernel="fast" on CUDA runs the forward of sequences of at most 16 queries (bfloat16 or float16,
     head dim 32, 64 or 128) on the decoding kernel, all sequences in one launch; on an sm_90 GPU
     the forward of longer ones (head dim 64 or 128, keys not paged) in one launch of v6's packed
-    twin. Otherwise, and for the backward, every sequence runs through the dense operators on its
-    own rows, so the work follows the tokens. Gradients flow to query, key and value.
+    twin, and the backward (the same dtypes and head dims, no seqused_k) in one launch of v6b's.
+    Otherwise every sequence runs through the dense operators on its own rows, so the work follows
+    the tokens. Gradients flow to query, key and value.
 
     Errors (RuntimeError naming the argument): cu_seq_q or cu_seq_k not int32, not 1-D, not on the
     inputs' device, not starting at 0, decreasing, or ending past their tensor; max_q or max_k

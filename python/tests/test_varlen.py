@@ -324,14 +324,34 @@ PACKED_LENGTHS = [(300, 300), (0, 3), (1, 1), (129, 129), (200, 450), (450, 200)
 @pytest.mark.parametrize("dtype_name", ["bfloat16", "float16"])
 @pytest.mark.parametrize("dim", [64, 128])
 @pytest.mark.parametrize("window", [(-1, -1), (-1, 0), (40, 0), (3, 5)], ids=["full", "causal", "w40_0", "w3_5"])
-def test_cuda_packed_forward_matches_float64(dtype_name, dim, window):
-    # On an sm_90 GPU kernel="fast" runs these forwards in one launch of v6's packed twin (the
-    # backward sequence by sequence); elsewhere through the dense operators.
+def test_cuda_packed_forward_matches_float64(dtype_name, dim, window, monkeypatch):
+    # On an sm_90 GPU kernel="fast" runs these forwards in one launch of v6's packed twin and their
+    # backward in one launch of v6b's; elsewhere through the dense operators.
     from fa2_attention import varlen
     probe = torch.empty(1, 4, dim, dtype=dtype_of(dtype_name), device="cuda")
-    if torch.cuda.get_device_capability() == (9, 0) and torch.ops.fa2.sm90_unavailable() == "":
-        assert varlen._packs(probe, "fast", None), "an sm_90 GPU must run the packed forward"
+    sm90 = torch.cuda.get_device_capability() == (9, 0) and torch.ops.fa2.sm90_unavailable() == ""
+    calls = []
+    packed_backward = varlen._packed_backward
+    monkeypatch.setattr(varlen, "_packed_backward", lambda *args: calls.append(1) or packed_backward(*args))
     check_against_reference(dtype_name, window, 2, device="cuda", lengths=PACKED_LENGTHS, dim=dim, kernel="fast")
+    if sm90:
+        assert varlen._packs(probe, "fast", None), "an sm_90 GPU must run the packed forward"
+        assert calls == [1], "an sm_90 GPU must run the packed backward"
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("window", [(-1, -1), (-1, 0), (40, 0)], ids=["full", "causal", "w40_0"])
+def test_cuda_packed_deterministic_matches_float64_with_the_same_bits(window):
+    # Deterministic gradients of the packed sequences (on an sm_90 GPU, v6b's packed twin taking its
+    # turns sequence by sequence): float64's values, and the same bits on every run.
+    inputs = packed(PACKED_LENGTHS, 4, 2, 128, torch.bfloat16, "cuda", seed=3)
+    first = run(*inputs, window, PACKED_LENGTHS, enable_gqa=True, kernel="fast", deterministic=True)
+    _, _, grads_ref = reference(*inputs, window)
+    assert_gradients_close([g.cpu() for g in first[2]], grads_ref, "bfloat16")
+    for _ in range(2):
+        again = run(*inputs, window, PACKED_LENGTHS, enable_gqa=True, kernel="fast", deterministic=True)
+        for a, b in zip(first[2], again[2]):
+            assert torch.equal(a, b)
 
 
 @pytest.mark.cuda

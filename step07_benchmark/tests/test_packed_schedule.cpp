@@ -2,7 +2,8 @@
 // tile of every sequence once, sequence by sequence, the heaviest first; the per-sequence windows that turn the packed
 // batch's bottom-right masks into the kernel's top-left ones, query by query and key by key against
 // split_kv.hpp's bottom_right_keys; and the key tiles each query tile walks, which must hold every
-// key its queries see.
+// key its queries see. The backward's side too: every key tile once in its order, and the query tiles each
+// walks, consecutive per query tile and ending where the turns of deterministic dQ count from.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -147,6 +148,115 @@ TEST_CASE("packed schedule: a query tile's key tiles hold every key its queries 
           REQUIRE_MESSAGE(keys.first / kBlockN >= range.first, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");
           REQUIRE_MESSAGE(keys.last / kBlockN < range.end, "query ", i, " of (", s.n_q, ", ", s.n_k, ")");
         }
+      }
+    }
+  }
+}
+
+// The backward's side (v6b's packed twins): key tiles of 128 walking query tiles of 64.
+TEST_CASE(
+    "packed backward schedule: every key tile once, sequence by sequence, heaviest or (deterministic) last first") {
+  constexpr int kBwdM = 64, kBwdN = 128;
+  std::mt19937 rng(47);
+  for (int trial = 0; trial < 300; ++trial) {
+    const bool square = trial % 2 == 0, last_first = trial % 3 == 1;
+    const auto lengths = random_lengths(rng, square);
+    std::vector<std::int32_t> cu_q = {0}, cu_k = {0};
+    int max_q = 0, max_k = 0;
+    for (const auto& [n_q, n_k] : lengths) {
+      cu_q.push_back(cu_q.back() + n_q), cu_k.push_back(cu_k.back() + n_k);
+      max_q = std::max(max_q, n_q), max_k = std::max(max_k, n_k);
+    }
+    const PackedMask mask =
+        square && trial % 4 == 0 ? PackedMask::causal : (trial % 5 == 0 ? PackedMask::none : PackedMask::window);
+    const auto [left, right] = kernel_bounds(trial % 7 == 0 ? fa2::Window{60, 10} : fa2::Window{-1, 0}, max_q, max_k);
+    const auto batch = static_cast<int>(lengths.size());
+    const fa2::flash::PackedBackwardSchedule s = fa2::flash::packed_backward_schedule(
+        cu_q.data(), cu_k.data(), batch, mask, kBwdM, kBwdN, left, right, last_first);
+    REQUIRE(s.sequences.size() == lengths.size());
+    const auto work = [&](const fa2::flash::PackedKeyTile& t) {
+      return fa2::flash::packed_query_tiles(mask, s.sequences[static_cast<std::size_t>(t.seq)], t.key_tile * kBwdN,
+                                            kBwdM, kBwdN, left, right)
+          .count();
+    };
+    std::size_t expected = 0;
+    std::vector<long long> total(static_cast<std::size_t>(batch), 0);
+    for (int b = 0; b < batch; ++b) {
+      const int n_k = lengths[static_cast<std::size_t>(b)].second;
+      expected += static_cast<std::size_t>((n_k + kBwdN - 1) / kBwdN);  // every key tile: each writes its dK, dV
+      for (int n = 0; n * kBwdN < n_k; ++n) total[static_cast<std::size_t>(b)] += work({b, n});
+    }
+    CHECK(s.tiles.size() == expected);
+    std::set<std::pair<int, int>> seen;
+    std::set<int> finished;
+    int previous_seq = -1, previous_tile = 0, previous_work = 0;
+    long long previous_total = 1LL << 60;
+    for (const fa2::flash::PackedKeyTile& t : s.tiles) {
+      REQUIRE(t.seq >= 0);
+      REQUIRE(t.seq < batch);
+      CHECK(t.key_tile * kBwdN < s.sequences[static_cast<std::size_t>(t.seq)].n_k);
+      CHECK(seen.insert({t.seq, t.key_tile}).second);
+      const int w = work(t);
+      if (t.seq != previous_seq) {
+        CHECK(finished.insert(t.seq).second);
+        CHECK(total[static_cast<std::size_t>(t.seq)] <= previous_total);
+        previous_total = total[static_cast<std::size_t>(t.seq)];
+      } else if (last_first) {
+        CHECK(t.key_tile == previous_tile - 1);  // the order of the turns of deterministic dQ
+      } else {
+        CHECK(w <= previous_work);
+      }
+      previous_seq = t.seq, previous_tile = t.key_tile, previous_work = w;
+    }
+  }
+}
+
+// The walks of v6b's packed twins and the turns of deterministic dQ: the key tiles whose walks meet a
+// query tile are exactly those with a key one of its queries sees (never fewer; more only where a
+// partial last query tile is counted whole, as the dense walks count it), they are consecutive, and
+// the last of them is last_key_tile(_right)'s, the count the turns start from. Windows bottom-right,
+// so that a sequence with more queries than keys has a right bound below zero.
+TEST_CASE("packed backward walks: every seen key's tile, consecutive, ending at the turns' last key tile") {
+  constexpr int kBwdM = 64, kBwdN = 128;
+  std::mt19937 rng(12);
+  std::uniform_int_distribution<int> length(0, 700), bound(-1, 300);
+  for (int trial = 0; trial < 1500; ++trial) {
+    const PackedSequence s{0, length(rng), 0, length(rng)};
+    const fa2::Window w{bound(rng), trial % 3 == 0 ? 0 : bound(rng)};
+    const auto [left, right] = kernel_bounds(w, 700, 700);
+    const bool square = s.n_q == s.n_k;
+    for (const PackedMask mask : {PackedMask::none, PackedMask::causal, PackedMask::window}) {
+      if (mask == PackedMask::causal && !(square && w.left < 0 && w.right == 0)) continue;
+      const fa2::Window seen_window = mask == PackedMask::none ? fa2::Window{} : w;
+      const int key_tiles = (s.n_k + kBwdN - 1) / kBwdN;
+      const fa2::flash::WindowBounds tl = fa2::flash::packed_window(left, right, s);
+      for (int m = 0; m * kBwdM < s.n_q; ++m) {
+        INFO("(", s.n_q, ", ", s.n_k, "), window (", w.left, ", ", w.right, "), query tile ", m);
+        int first = -1, last = -1;
+        for (int n = 0; n < key_tiles; ++n) {
+          const fa2::flash::QueryTileRange walked =
+              fa2::flash::packed_query_tiles(mask, s, n * kBwdN, kBwdM, kBwdN, left, right);
+          bool sees = false;  // some query of tile m sees some key of tile n
+          for (int i = m * kBwdM; i < std::min((m + 1) * kBwdM, s.n_q) && !sees; ++i) {
+            const fa2::flash::KeySpan keys = fa2::flash::bottom_right_keys(
+                i, s.n_q, s.n_k, static_cast<int>(seen_window.left), static_cast<int>(seen_window.right));
+            sees = keys.count() > 0 && keys.first < (n + 1) * kBwdN && keys.last >= n * kBwdN;
+          }
+          const bool walks = m >= walked.first && m < walked.end;
+          if (sees) REQUIRE(walks);
+          if (!walks) continue;
+          if (first < 0) first = n;
+          REQUIRE_MESSAGE((last < 0 || last == n - 1), "key tiles ", last, " and ", n, " not consecutive");
+          last = n;
+        }
+        if (last < 0) continue;
+        int turns_last = 0;
+        if (mask == PackedMask::window) {
+          turns_last = fa2::flash::last_key_tile_right(m, key_tiles, kBwdM, kBwdN, false, tl.right);
+        } else {
+          turns_last = fa2::flash::last_key_tile(m, key_tiles, kBwdM, kBwdN, mask == PackedMask::causal);
+        }
+        CHECK(last == turns_last);
       }
     }
   }

@@ -6,6 +6,7 @@
 
 #include "common/numeric.hpp"
 #include "step07_benchmark/kernels/device/dq_turns.cuh"
+#include "step07_benchmark/kernels/device/packed_schedule.hpp"
 #include "step07_benchmark/kernels/device/tile_scheduler.hpp"
 #include "step07_benchmark/kernels/ptx/mma.cuh"  // elem16
 
@@ -57,6 +58,17 @@ struct FastBwdParams {
   bool deterministic;
   std::int32_t* dq_semaphores;
   index_t stride_semb;
+  // A packed batch (v6b's packed twins, Cfg::PACKED; packed_schedule.hpp): Q, dO, O, dQ and
+  // dQ_accum are (T_q, H, D), K, V, dK, dV (T_k, H_kv, D), L and D_i (H, T_q), so the "batch"
+  // strides above are head strides. Block x computes key tile tiles[x / kv_heads] for kv head
+  // x % kv_heads. Each block reads its own copy of these parameters (bwd_item_params): N_QUERIES,
+  // N_KEYS and the window are then its sequence's, L, D_i, dK, dV and the counters start at its
+  // sequence's rows, and item_* say where it stands.
+  const PackedSequence* sequences;
+  const PackedKeyTile* packed_tiles;
+  int kv_heads;
+  int item_key_tile, item_kv;      // the block's key tile of its sequence, its kv head
+  int item_q_start, item_k_start;  // its sequence's first rows of Q and of K
 };
 
 // Where a block of the key-tile kernels stands in the grid (batch elements in x, key tiles in y):
@@ -77,17 +89,27 @@ __device__ __forceinline__ int key_tile_of_block() {
 // The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
 // parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
 // they and the divisor's reciprocal would take registers the kernels at the edge do not have.
-template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false>
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false, bool PACKED = false>
 struct QueryWalk {
   __device__ __forceinline__ static int fresh(int x) {
     asm volatile("" : "+r"(x));
     return x;
   }
+  // The block's key tile and its batch element of K and V (packed: its kv head), from the grid or,
+  // packed, from its item (the parameters are then the block's own copy).
+  __device__ __forceinline__ static int key_tile(const FastBwdParams& p) {
+    if constexpr (PACKED) return p.item_key_tile;
+    return key_tile_of_block<DETERMINISTIC>();
+  }
+  __device__ __forceinline__ static int kv_slot(const FastBwdParams& p) {
+    if constexpr (PACKED) return p.item_kv;
+    return static_cast<int>(blockIdx.x);
+  }
   // Its query tiles of a head (tile_scheduler.hpp's key_tile_query_tiles, which the host tests
   // check against the keys each query sees): with a sliding window (WINDOW: the kernels built for
   // one) also without the query tiles whose windows miss the key tile.
   __device__ __forceinline__ static QueryTileRange range(const FastBwdParams& p) {
-    const int k0 = fresh(key_tile_of_block<DETERMINISTIC>()) * BLOCK_N;
+    const int k0 = fresh(key_tile(p)) * BLOCK_N;
     return key_tile_query_tiles<CAUSAL, WINDOW>(k0, p.N_KEYS, fresh(p.N_QUERIES), BLOCK_M, BLOCK_N, p.window_left,
                                                 p.window_right);
   }
@@ -97,7 +119,7 @@ struct QueryWalk {
   __device__ __forceinline__ static int m_end(const FastBwdParams& p) { return m_begin(p) + tiles(p); }
   __device__ __forceinline__ static int steps(const FastBwdParams& p) { return p.heads_per_block * tiles(p); }
   __device__ __forceinline__ static index_t bh(const FastBwdParams& p, int t) {
-    return static_cast<index_t>(fresh(static_cast<int>(blockIdx.x) * p.heads_per_block)) + t / tiles(p);
+    return static_cast<index_t>(fresh(kv_slot(p) * p.heads_per_block)) + t / tiles(p);
   }
   __device__ __forceinline__ static int m(const FastBwdParams& p, int t) { return m_begin(p) + t % tiles(p); }
 };

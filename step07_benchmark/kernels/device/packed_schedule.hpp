@@ -136,4 +136,65 @@ inline PackedSchedule packed_schedule(const std::int32_t* cu_seq_q, const std::i
   return schedule;
 }
 
+// The backward's side (v6b's packed twins, sm90/backward.cuh with Cfg::PACKED): a work item is key
+// tile key_tile of sequence seq and one kv head, and walks the query tiles that see it.
+struct PackedKeyTile {
+  int seq, key_tile;
+};
+
+// The query tiles (of block_m rows) that the key tile of block_n keys from k0 of sequence s meets
+// under `mask` (bottom-right bounds left, right for PackedMask::window): the kernels' own walk
+// (tile_scheduler.hpp's key_tile_query_tiles), empty when no query sees the tile.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr QueryTileRange packed_query_tiles(PackedMask mask, const PackedSequence& s,
+                                                                             int k0, int block_m, int block_n, int left,
+                                                                             int right) {
+  if (mask == PackedMask::none) return key_tile_query_tiles<false, false>(k0, s.n_k, s.n_q, block_m, block_n, 0, 0);
+  if (mask == PackedMask::causal) return key_tile_query_tiles<true, false>(k0, s.n_k, s.n_q, block_m, block_n, 0, 0);
+  const WindowBounds w = packed_window(left, right, s);
+  return key_tile_query_tiles<false, true>(k0, s.n_k, s.n_q, block_m, block_n, w.left, w.right);
+}
+
+// The schedule of one packed backward: every sequence's place, and its key tiles (of block_n keys;
+// every tile of every sequence that has keys, since each writes its rows of dK and dV, zeros where
+// no query sees them) in the order the blocks take them: sequence by sequence, the most query
+// tiles first, as packed_schedule orders the forward's. Inside a sequence the key tiles with the
+// most query tiles come first, or, for deterministic gradients (last_first), the last key tile
+// first: the order in which they take their turns to add to dQ (dq_turns.cuh), so that a block
+// waits only for blocks that started before it.
+struct PackedBackwardSchedule {
+  std::vector<PackedSequence> sequences;
+  std::vector<PackedKeyTile> tiles;
+};
+inline PackedBackwardSchedule packed_backward_schedule(const std::int32_t* cu_seq_q, const std::int32_t* cu_seq_k,
+                                                       int batch, PackedMask mask, int block_m, int block_n, int left,
+                                                       int right, bool last_first) {
+  PackedBackwardSchedule schedule;
+  schedule.sequences.reserve(static_cast<std::size_t>(batch));
+  std::vector<std::vector<std::pair<int, int>>> tiles(static_cast<std::size_t>(batch));  // (work, key tile)
+  std::vector<long long> total(static_cast<std::size_t>(batch), 0);
+  for (int b = 0; b < batch; ++b) {
+    const PackedSequence s{cu_seq_q[b], cu_seq_q[b + 1] - cu_seq_q[b], cu_seq_k[b], cu_seq_k[b + 1] - cu_seq_k[b]};
+    schedule.sequences.push_back(s);
+    auto& own = tiles[static_cast<std::size_t>(b)];
+    for (int n = 0; n * block_n < s.n_k; ++n) {
+      own.emplace_back(packed_query_tiles(mask, s, n * block_n, block_m, block_n, left, right).count(), n);
+      total[static_cast<std::size_t>(b)] += own.back().first;
+    }
+    if (last_first) {
+      std::reverse(own.begin(), own.end());
+    } else {
+      std::stable_sort(own.begin(), own.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    }
+  }
+  std::vector<int> order(static_cast<std::size_t>(batch));
+  for (int b = 0; b < batch; ++b) order[static_cast<std::size_t>(b)] = b;
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return total[static_cast<std::size_t>(x)] > total[static_cast<std::size_t>(y)];
+  });
+  for (const int b : order) {
+    for (const auto& [work, n] : tiles[static_cast<std::size_t>(b)]) schedule.tiles.push_back({b, n});
+  }
+  return schedule;
+}
+
 }  // namespace fa2::flash

@@ -125,7 +125,8 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr QueryTileRange key_tile_query_tiles(i
   int end = (n_queries + block_m - 1) / block_m;
   if (WINDOW) {
     const int k_last = (k0 + block_n < n_keys ? k0 + block_n : n_keys) - 1;
-    const int window_end = (k_last + left) / block_m + 1;
+    // (A packed sequence's window may have a negative left bound: no query sees the tile then.)
+    const int window_end = k_last + left < 0 ? 0 : (k_last + left) / block_m + 1;
     end = window_end < end ? window_end : end;
   }
   return {first, end};
@@ -145,6 +146,16 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int last_key_tile(int m, int key_tile
     last = ((m + 1) * block_m - 1 + window_right) / block_n;
   }
   return last;
+}
+// The same with a right bound of either sign, always applied: a packed sequence's window
+// (packed_schedule.hpp's packed_window) may end before its query's own key, with fewer keys than
+// queries. -1 when no key tile meets query tile m.
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int last_key_tile_right(int m, int key_tiles, int block_m, int block_n,
+                                                                   bool causal, int window_right) {
+  const int last_seen = (m + 1) * block_m - 1 + window_right;  // the last key the tile's last query sees
+  if (last_seen < 0) return -1;
+  const int last = last_key_tile(m, key_tiles, block_m, block_n, causal);
+  return last_seen / block_n < last ? last_seen / block_n : last;
 }
 
 // The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the

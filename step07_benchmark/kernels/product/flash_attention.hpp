@@ -106,6 +106,23 @@ struct PackedPlan {
 PackedPlan plan_packed_forward(const FlashVarlenArgs& args);
 void run(const PackedPlan& plan, ::CUstream_st* stream = nullptr);
 
+// Its backward (FlashVarlenBwdArgs): v6b's packed twin, one launch over every sequence's key tiles
+// and kv heads (the most work first), between the row-wise preprocess and dQ conversion, which run
+// on the packed rows as they lie. The same checks, plus the backward's tensors; keys packed, no
+// seqused_k. The caller gives schedule_bytes of device memory in plan.args.schedule (and, for
+// deterministic gradients, packed_dq_semaphore_count int32 in dq_semaphores) before run().
+struct PackedBackwardPlan {
+  FlashVarlenBwdArgs args;
+  std::string refused;
+  std::string_view kernel;  // the configuration of kernels.def whose packed twin runs ("v6b.8")
+  PackedMask mask = PackedMask::none;
+  PackedBackwardSchedule schedule;
+  index_t schedule_bytes = 0;
+  bool runs() const { return refused.empty(); }
+};
+PackedBackwardPlan plan_packed_backward(const FlashVarlenBwdArgs& args);
+void run(const PackedBackwardPlan& plan, ::CUstream_st* stream = nullptr);
+
 // Empty when this build and the current GPU can run the sm90 path (sm_90a code, an sm_90 device),
 // else why not.
 std::string sm90_unavailable();

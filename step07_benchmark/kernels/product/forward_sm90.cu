@@ -97,30 +97,46 @@ CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, inde
                       D, row_stride, batch_stride, 64, box_rows);
 }
 
-CUtensorMap ragged_tile_map(const void* data, index_t rows, index_t heads, index_t D, index_t row_stride,
-                            index_t head_stride, int box_rows, bool float16) {
-  // Innermost first: the head dim; kRaggedSpan rows counted back from a sequence's end; the end
-  // row (up to `rows`); the wrap, kRaggedSpan steps of 2^35 - row bytes each, which is minus
-  // kRaggedSpan rows modulo 2^64 (ptx/tma.cuh's tma_load_ragged gives the coordinates); the head.
-  // 2^35 bytes keeps the stride under TMA's 2^40 and a multiple of 16, as a row stride is here.
-  constexpr index_t element_bytes = 2;
+namespace {
+
+// A packed (rows, heads, D) tensor of `type` (element_bytes each) with a contiguous head dim, as
+// five coordinates, innermost first: the head dim; kRaggedSpan rows counted back from a sequence's
+// end; the end row (up to `rows`); the wrap, kRaggedSpan steps of 2^35 - row bytes each, which is
+// minus kRaggedSpan rows modulo 2^64 (ptx/tma.cuh's tma_load_ragged gives the coordinates); the
+// head. 2^35 bytes keeps the stride under TMA's 2^40 and a multiple of 16, as a row stride is
+// here. Boxes of box_cols x box_rows of one head in the 128-byte swizzle.
+CUtensorMap encode_ragged(const void* data, CUtensorMapDataType type, index_t element_bytes, index_t rows,
+                          index_t heads, index_t D, index_t row_stride, index_t head_stride, int box_cols,
+                          int box_rows) {
   const auto row_bytes = static_cast<cuuint64_t>(row_stride * element_bytes);
   const cuuint64_t dims[5] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(kRaggedSpan),
                               static_cast<cuuint64_t>(rows) + 1, static_cast<cuuint64_t>(kRaggedSpan) + 1,
                               static_cast<cuuint64_t>(heads)};
   const cuuint64_t strides[4] = {row_bytes, row_bytes, (cuuint64_t{1} << 35) - row_bytes,
                                  static_cast<cuuint64_t>(std::max<index_t>(head_stride * element_bytes, 16))};
-  const cuuint32_t box[5] = {64, static_cast<cuuint32_t>(box_rows), 1, 1, 1};
+  const cuuint32_t box[5] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1, 1, 1};
   const cuuint32_t steps[5] = {1, 1, 1, 1, 1};
   CUtensorMap map{};
-  const CUresult r = tensor_map_encoder()(
-      &map, float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, const_cast<void*>(data),
-      dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = tensor_map_encoder()(&map, type, 5, const_cast<void*>(data), dims, strides, box, steps,
+                                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     throw std::runtime_error("v6 packed: cuTensorMapEncodeTiled failed for a ragged view, error " + std::to_string(r));
   }
   return map;
+}
+
+}  // namespace
+
+CUtensorMap ragged_tile_map(const void* data, index_t rows, index_t heads, index_t D, index_t row_stride,
+                            index_t head_stride, int box_rows, bool float16) {
+  return encode_ragged(data, float16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, rows,
+                       heads, D, row_stride, head_stride, 64, box_rows);
+}
+
+CUtensorMap ragged_accum_map(const float* data, index_t rows, index_t heads, index_t D, index_t row_stride,
+                             index_t head_stride, int box_rows) {
+  return encode_ragged(data, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, rows, heads, D, row_stride, head_stride, 32, box_rows);
 }
 
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,

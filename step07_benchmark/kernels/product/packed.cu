@@ -1,12 +1,15 @@
-// The sm90 path's packed forward (flash_attention.hpp's plan_packed_forward): its argument checks,
-// which mask its kernel applies, the schedule built from the sequences' lengths, and the run that
-// copies the schedule to the GPU and launches (product/packed_sm90.cu).
+// The sm90 path's packed forward and backward (flash_attention.hpp's plan_packed_forward and
+// plan_packed_backward): their argument checks, which mask their kernels apply, the schedules built
+// from the sequences' lengths, and the runs that copy a schedule to the GPU and launch
+// (product/packed_sm90.cu).
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <tuple>
 
 #include "common/cuda/cuda_check.hpp"
 #include "step07_benchmark/kernels/product/flash_attention.hpp"
@@ -16,16 +19,18 @@ namespace fa2::flash {
 
 namespace {
 
-std::string tensor_refusal(const FlashVarlenArgs& a) {
-  if (std::string why = varlen_tensor_refusal(a, "v6 packed", "64 or 128", {64, 128}); !why.empty()) return why;
+// `who` names the kernel in the reasons: "v6 packed" (the forward) or "v6b packed" (the backward).
+std::string tensor_refusal(const FlashVarlenArgs& a, std::string_view who) {
+  const std::string kernel(who);
+  if (std::string why = varlen_tensor_refusal(a, who, "64 or 128", {64, 128}); !why.empty()) return why;
   // The ragged views count rows with kRaggedSpan; the window's sums stay inside an int.
   if (a.q_shape[0] >= kRaggedSpan || a.k_shape[0] >= kRaggedSpan || a.max_q + a.max_k >= kRaggedSpan) {
-    return "T_q, T_k, max_q + max_k: v6 packed takes fewer than 2^30 rows";
+    return "T_q, T_k, max_q + max_k: " + kernel + " takes fewer than 2^30 rows";
   }
-  if (a.page_size != 0 || a.block_table != nullptr) return "block_table: v6 packed takes packed keys, not pages";
+  if (a.page_size != 0 || a.block_table != nullptr) return "block_table: " + kernel + " takes packed keys, not pages";
   if (a.window.left < -1 || a.window.right < -1) return "window: each bound is -1 (none) or >= 0";
   const float scale = softmax_scale(a);
-  if (!(scale > 0.0f) || !std::isfinite(scale)) return "scale: v6 packed needs a positive finite scale";
+  if (!(scale > 0.0f) || !std::isfinite(scale)) return "scale: " + kernel + " needs a positive finite scale";
   return {};
 }
 
@@ -68,13 +73,98 @@ PackedMask packed_mask(const FlashVarlenArgs& a) {
   return PackedMask::window;
 }
 
+// The backward's own tensors: dO like q, dQ like q, dK and dV like k, each with a contiguous head
+// dim and 16-byte aligned rows; the workspaces given; no seqused_k (every key of cu_seq_k gets its
+// gradient).
+std::string backward_tensor_refusal(const FlashVarlenBwdArgs& a) {
+  if (a.do_ == nullptr || a.dq == nullptr || a.dk == nullptr || a.dv == nullptr) {
+    return "dout, dq, dk, dv: every tensor needs an address";
+  }
+  if (a.d_rows == nullptr || a.dq_accum == nullptr) {
+    return "d_rows, dq_accum: the packed backward needs both float32 workspaces ((H, T_q) and (T_q, H, D))";
+  }
+  if (reinterpret_cast<std::uintptr_t>(a.dq_accum) % 16 != 0) return "dq_accum: must be 16-byte aligned";
+  for (const auto& [name, shape, like] :
+       {std::tuple{"dout", &a.do_shape, &a.q_shape}, std::tuple{"dq", &a.dq_shape, &a.q_shape},
+        std::tuple{"dk", &a.dk_shape, &a.k_shape}, std::tuple{"dv", &a.dv_shape, &a.v_shape}}) {
+    if (*shape != *like)
+      return std::string(name) + ": shape " + to_string<3>(*shape) + " must be " + to_string<3>(*like);
+  }
+  for (const auto& [name, data, strides] :
+       {std::tuple{"dout", a.do_, &a.do_strides},
+        std::tuple<const char*, const void*, const Extents<3>*>{"dq", a.dq, &a.dq_strides},
+        std::tuple<const char*, const void*, const Extents<3>*>{"dk", a.dk, &a.dk_strides},
+        std::tuple<const char*, const void*, const Extents<3>*>{"dv", a.dv, &a.dv_strides}}) {
+    if ((*strides)[2] != 1) return std::string(name) + ": the head dim must be contiguous (stride 1)";
+    if (!rows_16_byte_aligned(data, *strides, 2)) {
+      return std::string(name) +
+             ": v6b packed needs 16-byte aligned rows (base pointer and row and head strides multiples of 8)";
+    }
+  }
+  if (a.seqused_k != nullptr || a.seqused_k_host != nullptr) {
+    return "seqused_k: the packed backward takes every key of cu_seq_k (no seqused_k)";
+  }
+  if (a.deterministic && a.dq_semaphores == nullptr) {
+    return "dq_semaphores: deterministic gradients need packed_dq_semaphore_count(q.shape, batch) (" +
+           std::to_string(packed_dq_semaphore_count(a.q_shape, a.batch)) + " here) int32 of device memory";
+  }
+  return {};
+}
+
 }  // namespace
+
+PackedBackwardPlan plan_packed_backward(const FlashVarlenBwdArgs& args) {
+  PackedBackwardPlan plan;
+  plan.args = args;
+  plan.kernel = kPackedBackwardRow;
+  plan.refused = tensor_refusal(args, "v6b packed");
+  if (plan.refused.empty()) plan.refused = backward_tensor_refusal(args);
+  if (plan.refused.empty()) plan.refused = lengths_refusal(args);
+  if (plan.refused.empty()) plan.refused = sm90_unavailable();
+  if (!plan.runs()) return plan;
+  plan.mask = packed_mask(args);
+  const WindowBounds bounds = packed_kernel_bounds(args);
+  plan.schedule = packed_backward_schedule(args.cu_seq_q_host, args.cu_seq_k_host, static_cast<int>(args.batch),
+                                           plan.mask, kPackedBackwardBlockM, static_cast<int>(kBackwardKeyTile),
+                                           bounds.left, bounds.right, args.deterministic);
+  const auto tiles = static_cast<index_t>(plan.schedule.tiles.size());
+  if (tiles * args.k_shape[1] >= (index_t{1} << 31)) {
+    plan.refused = "T_k x H_kv: v6b packed numbers its (key tile, kv head) items with an int";
+    return plan;
+  }
+  plan.schedule_bytes = static_cast<index_t>(plan.schedule.sequences.size() * sizeof(PackedSequence) +
+                                             plan.schedule.tiles.size() * sizeof(PackedKeyTile));
+  return plan;
+}
+
+void run(const PackedBackwardPlan& plan, cudaStream_t stream) {
+  if (!plan.runs()) throw std::invalid_argument(plan.refused);
+  if (plan.args.schedule == nullptr || reinterpret_cast<std::uintptr_t>(plan.args.schedule) % 16 != 0) {
+    throw std::invalid_argument("schedule: this plan needs schedule_bytes (" + std::to_string(plan.schedule_bytes) +
+                                ") of 16-byte aligned device memory");
+  }
+  const std::size_t sequence_bytes = plan.schedule.sequences.size() * sizeof(PackedSequence);
+  auto* schedule = static_cast<unsigned char*>(plan.args.schedule);
+  if (sequence_bytes > 0) {
+    FA2_CUDA_CHECK(
+        cudaMemcpyAsync(schedule, plan.schedule.sequences.data(), sequence_bytes, cudaMemcpyHostToDevice, stream));
+  }
+  if (!plan.schedule.tiles.empty()) {
+    FA2_CUDA_CHECK(cudaMemcpyAsync(schedule + sequence_bytes, plan.schedule.tiles.data(),
+                                   plan.schedule.tiles.size() * sizeof(PackedKeyTile), cudaMemcpyHostToDevice, stream));
+  }
+#ifdef FA2_HOPPER_SM90A
+  launch_packed_backward_sm90(plan, stream);
+#else
+  throw std::invalid_argument(sm90_unavailable());
+#endif
+}
 
 PackedPlan plan_packed_forward(const FlashVarlenArgs& args) {
   PackedPlan plan;
   plan.args = args;
   plan.kernel = kPackedRow;
-  plan.refused = tensor_refusal(args);
+  plan.refused = tensor_refusal(args, "v6 packed");
   if (plan.refused.empty()) plan.refused = lengths_refusal(args);
   if (plan.refused.empty()) plan.refused = sm90_unavailable();
   if (!plan.runs()) return plan;

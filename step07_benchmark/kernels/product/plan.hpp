@@ -172,6 +172,11 @@ inline WindowBounds packed_kernel_bounds(const FlashVarlenArgs& a) {
           static_cast<int>(a.window.right < 0 ? a.max_q : a.window.right)};
 }
 void launch_packed_sm90(const PackedPlan& plan, ::CUstream_st* stream);
+// The packed backward (plan_packed_backward): the same for v6b's packed twins. Its schedule
+// counts key tiles of kBackwardKeyTile keys walking query tiles of kPackedBackwardBlockM rows.
+inline constexpr std::string_view kPackedBackwardRow = "v6b.8";
+inline constexpr int kPackedBackwardBlockM = 64;
+void launch_packed_backward_sm90(const PackedBackwardPlan& plan, ::CUstream_st* stream);
 
 // The tensor checks both varlen plans make (product/decode.cu): dtype, addresses, head dim (one of
 // head_dims, listed in the reason as head_dim_list), shapes, a contiguous head dim and 16-byte

@@ -128,14 +128,18 @@ __device__ __forceinline__ void tma_reduce_add_3d(const CUtensorMap* map, std::u
 // coordinates of product/forward_sm90.cu's ragged_tile_map reach a sequence's rows): the box at
 // column col, row `row` of sequence `seq` and head `head`; rows past the sequence's end load as
 // zeros and are not stored.
-__device__ __forceinline__ void tma_load_ragged(void* dst, const CUtensorMap* map, int col, int row, int head,
-                                                RaggedRows seq, std::uint64_t* bar) {
+__device__ __forceinline__ void tma_load_ragged_at(std::uint32_t dst, const CUtensorMap* map, int col, int row,
+                                                   int head, RaggedRows seq, std::uint64_t* bar) {
   asm volatile(
       "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], "
-      "[%7];\n" ::"r"(smem_address(dst)),
+      "[%7];\n" ::"r"(dst),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n),
       "r"(kRaggedSpan), "r"(head), "r"(smem_address(bar))
       : "memory");
+}
+__device__ __forceinline__ void tma_load_ragged(void* dst, const CUtensorMap* map, int col, int row, int head,
+                                                RaggedRows seq, std::uint64_t* bar) {
+  tma_load_ragged_at(smem_address(dst), map, col, row, head, seq, bar);
 }
 __device__ __forceinline__ void tma_load_ragged_hinted(void* dst, const CUtensorMap* map, int col, int row, int head,
                                                        RaggedRows seq, std::uint64_t* bar, std::uint64_t policy) {
@@ -153,6 +157,15 @@ __device__ __forceinline__ void tma_store_ragged(const CUtensorMap* map, const v
                "r"(smem_address(src)), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n),
                "r"(kRaggedSpan), "r"(head)
                : "memory");
+}
+// tma_reduce_add_3d on a ragged view: rows past the sequence's end are left out.
+__device__ __forceinline__ void tma_reduce_add_ragged(const CUtensorMap* map, std::uint32_t src, int col, int row,
+                                                      int head, RaggedRows seq) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];\n" ::"l"(
+          reinterpret_cast<std::uint64_t>(map)),
+      "r"(src), "r"(col), "r"(kRaggedSpan - seq.n + row), "r"(seq.start + seq.n), "r"(kRaggedSpan), "r"(head)
+      : "memory");
 }
 __device__ __forceinline__ void bulk_commit() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");

@@ -54,11 +54,12 @@ __device__ __forceinline__ std::uint32_t aligned_tiles(const unsigned char* smem
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
     hopper_bwd_kernel(const FastBwdParams p, const __grid_constant__ HopperBwdMaps maps) {
+  static_assert(!Cfg::PACKED, "packed batches: the warp-specialised kernel");
   using L = BwdLayout<Cfg>;
   constexpr int BM = Cfg::BLOCK_M;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = aligned_tiles(smem_raw, Cfg::TILE_ALIGN);
-  const BwdBlock<Cfg> blk;
+  const BwdBlock<Cfg> blk(p);
   using Walk = typename BwdBlock<Cfg>::Walk;
   const int tid = static_cast<int>(threadIdx.x);
 
@@ -114,10 +115,55 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   write_key_rows<Cfg>(p, blk.kv(p), dk, dv, blk.thread(opaque(threadIdx.x)));  // remade, not held
 }
 
+// A packed item's parameters (Cfg::PACKED): block x computes key tile tiles[x / kv_heads] of its
+// sequence for kv head x % kv_heads. Its sequence's lengths, its window turned to the kernel's
+// top-left alignment (packed_window), L, D_i, dK and dV from the sequence's first rows, and the
+// sequence's own dQ counters (from floor(q_start / 32) + its index: packed_dq_semaphore_count).
+// Every function of the block then reads them as a dense block reads its one sequence's.
+template <class Cfg>
+__device__ __forceinline__ FastBwdParams bwd_item_params(const FastBwdParams& p) {
+  const int x = static_cast<int>(blockIdx.x);
+  const PackedKeyTile tile = p.packed_tiles[x / p.kv_heads];
+  const PackedSequence s = p.sequences[tile.seq];
+  FastBwdParams ip = p;
+  ip.N_QUERIES = s.n_q;
+  ip.N_KEYS = s.n_k;
+  if constexpr (Cfg::WINDOW) {
+    const WindowBounds w = packed_window(p.window_left, p.window_right, s);
+    ip.window_left = w.left;
+    ip.window_right = w.right;
+  }
+  ip.item_key_tile = tile.key_tile;
+  ip.item_kv = x % p.kv_heads;
+  ip.item_q_start = s.q_start;
+  ip.item_k_start = s.k_start;
+  ip.L = p.L + static_cast<index_t>(s.q_start) * p.stride_lq;
+  ip.D_rows = p.D_rows + static_cast<index_t>(s.q_start) * p.stride_Dq;
+  ip.dK = p.dK + static_cast<index_t>(s.k_start) * p.stride_dkk;
+  ip.dV = p.dV + static_cast<index_t>(s.k_start) * p.stride_dvk;
+  if constexpr (Cfg::DETERMINISTIC) ip.dq_semaphores = p.dq_semaphores + s.q_start / 32 + tile.seq;
+  return ip;
+}
+
 // A producer warpgroup (one warp of it works) and two computing warpgroups that never meet to load.
+// Packed, each block first copies its item's parameters to shared memory (bwd_item_params) and
+// reads them there.
+template <class Cfg>
+__device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, const HopperBwdMaps& maps);
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     hopper_bwd_ws_kernel(const FastBwdParams p, const __grid_constant__ HopperBwdMaps maps) {
+  if constexpr (Cfg::PACKED) {
+    __shared__ FastBwdParams item;
+    if (threadIdx.x == 0) item = bwd_item_params<Cfg>(p);
+    __syncthreads();
+    hopper_bwd_ws_block<Cfg>(item, maps);
+  } else {
+    hopper_bwd_ws_block<Cfg>(p, maps);
+  }
+}
+template <class Cfg>
+__device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, const HopperBwdMaps& maps) {
   using L = BwdLayout<Cfg>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t base = aligned_tiles(smem_raw, Cfg::TILE_ALIGN);
@@ -127,7 +173,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
   std::uint64_t* kv_full = bars;
   std::uint64_t* full = bars + 1;
   std::uint64_t* empty = bars + 3;
-  const BwdBlock<Cfg> blk;
+  const BwdBlock<Cfg> blk(p);
   using Walk = typename BwdBlock<Cfg>::Walk;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {

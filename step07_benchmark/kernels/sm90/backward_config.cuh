@@ -34,7 +34,16 @@ struct HopperBwdOptions {
   bool window = false;         // a sliding window: the walk leaves out the query tiles no query of
                                // which sees the block's keys, the masks the rest; built both ways
                                // too (Cfg::Windowed)
+  bool packed = false;         // a packed batch of sequences of different lengths (Cfg::Packed, the
+                               // product's packed backward): a block per (sequence, key tile, kv
+                               // head) of a schedule, ragged TMA views; needs the dQ writer
 };
+
+// The twin of a configuration for packed batches (product/packed_sm90.cu launches it).
+constexpr HopperBwdOptions packed_twin(HopperBwdOptions o) {
+  o.packed = true;
+  return o;
+}
 
 template <int D_, bool CAUSAL_, HopperBwdOptions OPT = HopperBwdOptions{}>
 struct HopperBwdConfig {
@@ -63,13 +72,17 @@ struct HopperBwdConfig {
   using Float16 = HopperBwdConfig<D_, CAUSAL_, float16_twin(OPT)>;
   static constexpr bool WINDOW = OPT.window;
   using Windowed = HopperBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
+  static constexpr bool PACKED = OPT.packed;
+  using Packed = HopperBwdConfig<D_, CAUSAL_, packed_twin(OPT)>;
+  static_assert(!PACKED || OPT.dq_writer, "packed batches: the producer's ragged loads and the dQ writer's adds");
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
   // then moves registers from the producer (which only issues loads) to the others.
   static constexpr int BLOCK_THREADS = NUM_THREADS + (PRODUCER ? 128 : 0);
   // At head dim 64 the dQ writer spills in 24 registers (ptxas for sm_90a), and the computing
-  // warpgroups need far fewer than 240: 32 and 232 there.
-  static constexpr int PRODUCER_REGS = DQ_WRITER && D == 64 ? 32 : 24;
-  static constexpr int CONSUMER_REGS = DQ_WRITER && D == 64 ? 232 : 240;
+  // warpgroups need far fewer than 240: 32 and 232 there. The packed twins' producer and writer
+  // read their sequence's rows and lengths too, and spill in 24 at head dim 128: 32 and 232 as well.
+  static constexpr int PRODUCER_REGS = DQ_WRITER && (D == 64 || OPT.packed) ? 32 : 24;
+  static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) ? 232 : 240;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
   // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:

@@ -86,13 +86,19 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
             wait_for_turn(counter, at.turn);
           } else {
             const BwdThread th{wg, 0, 0, blk.k0 + wg * Cfg::WG_KEYS};
-            wait_for_turn(counter, dq_turn<Cfg>(at.q0, th, p.window_right));
+            wait_for_turn(counter, dq_turn<Cfg>(p, at.q0, th));
           }
         }
         const std::uint32_t staged = tiles + L::dQ + id * L::dq_bytes;
 #pragma unroll
         for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
-          tma_reduce_add_3d(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0, at.bh);
+          if constexpr (Cfg::PACKED) {
+            tma_reduce_add_ragged(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0,
+                                  at.bh, RaggedRows{p.item_q_start, p.N_QUERIES});
+          } else {
+            tma_reduce_add_3d(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0,
+                              at.bh);
+          }
         }
         bulk_commit();
         if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {

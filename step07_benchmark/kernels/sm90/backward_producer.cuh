@@ -17,7 +17,7 @@ namespace fa2::flash {
 
 // The TMA views v6b reads (product/forward_sm90.cu makes them): Q, dO, K, V (bf16, boxes of 64 columns by
 // BLOCK_M or BLOCK_N rows; only with the producer) and dQ_accum (float32, boxes of 32 columns by
-// 64 rows; only with dq_tma).
+// 64 rows; only with dq_tma). Packed, the ragged views of the packed tensors (ptx/tma.cuh).
 struct HopperBwdMaps {
   CUtensorMap q, dO, k, v, dq_accum;
 };
@@ -29,14 +29,16 @@ struct HopperBwdMaps {
 // its thread's place. One block per (batch element of K, part of its group, key tile), the key
 // tile the slow index: causal, the heaviest blocks of every head start first (as v5's backward);
 // deterministic, the last key tile first.
+// Packed (Cfg::PACKED), one block per item of the schedule, whose key tile and kv head the
+// block's copy of the parameters holds (bwd_item_params).
 template <class Cfg>
 struct BwdBlock {
-  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW>;
+  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW, Cfg::PACKED>;
   int k0;
-  __device__ __forceinline__ BwdBlock() : k0(key_tile_of_block<Cfg::DETERMINISTIC>() * Cfg::BLOCK_N) {}
+  __device__ __forceinline__ explicit BwdBlock(const FastBwdParams& p) : k0(Walk::key_tile(p) * Cfg::BLOCK_N) {}
   // Its batch element of K and V, remade at each use (Walk::fresh) rather than held through the loop.
   __device__ __forceinline__ static index_t kv(const FastBwdParams& p) {
-    return Walk::fresh(static_cast<int>(blockIdx.x)) / Walk::fresh(p.group_splits);
+    return Walk::fresh(Walk::kv_slot(p)) / Walk::fresh(p.group_splits);
   }
   __device__ __forceinline__ BwdThread thread(unsigned thread_index = threadIdx.x) const {
     const int tid = static_cast<int>(thread_index), lane = tid % 32, wg = tid / 128;
@@ -57,11 +59,23 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
   using Walk = typename BwdBlock<Cfg>::Walk;
   constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N, D = Cfg::D;
   const int kv = static_cast<int>(blk.kv(p));
+  // The box of `map` at column col, row `row` of batch element (packed: head) `outer`: a dense
+  // map's 3-D box, or the ragged map's box of the item's sequence (its rows `seq`).
+  const auto load = [&](std::uint32_t dst, const CUtensorMap* map, int col, int row, int outer, RaggedRows seq,
+                        std::uint64_t* bar) {
+    if constexpr (Cfg::PACKED) {
+      tma_load_ragged_at(dst, map, col, row, outer, seq, bar);
+    } else {
+      (void)seq;
+      tma_load_3d_at(dst, map, col, row, outer, bar);
+    }
+  };
   if (lane == 0 && Walk::steps(p) > 0) {
+    const RaggedRows keys{p.item_k_start, p.N_KEYS};
     mbarrier_arrive_expect_bytes(kv_full, 2 * L::kv_bytes);
     for (int cb = 0; cb < D / 64; ++cb) {
-      tma_load_3d_at(tiles + L::k + cb * BN * 128, &maps.k, cb * 64, blk.k0, kv, kv_full);
-      tma_load_3d_at(tiles + L::v + cb * BN * 128, &maps.v, cb * 64, blk.k0, kv, kv_full);
+      load(tiles + L::k + cb * BN * 128, &maps.k, cb * 64, blk.k0, kv, keys, kv_full);
+      load(tiles + L::v + cb * BN * 128, &maps.v, cb * 64, blk.k0, kv, keys, kv_full);
     }
   }
   for (int t = 0; t < Walk::steps(p); ++t) {
@@ -82,11 +96,12 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
     if (lane == 0) {
       store_step_place<Cfg>(tiles, t, {static_cast<int>(bh), q0});  // released by the arrival below
       mbarrier_arrive_expect_bytes(&full[s], 2 * L::q_bytes);
+      const RaggedRows queries{p.item_q_start, p.N_QUERIES};
       for (int cb = 0; cb < D / 64; ++cb) {
-        tma_load_3d_at(tiles + L::q + s * L::q_bytes + cb * BM * 128, &maps.q, cb * 64, q0, static_cast<int>(bh),
-                       &full[s]);
-        tma_load_3d_at(tiles + L::dO + s * L::q_bytes + cb * BM * 128, &maps.dO, cb * 64, q0, static_cast<int>(bh),
-                       &full[s]);
+        load(tiles + L::q + s * L::q_bytes + cb * BM * 128, &maps.q, cb * 64, q0, static_cast<int>(bh), queries,
+             &full[s]);
+        load(tiles + L::dO + s * L::q_bytes + cb * BM * 128, &maps.dO, cb * 64, q0, static_cast<int>(bh), queries,
+             &full[s]);
       }
     } else {
       mbarrier_arrive(&full[s]);

@@ -209,11 +209,19 @@ __device__ __forceinline__ std::int32_t* query_tile_counter(const FastBwdParams&
   const index_t index = static_cast<index_t>(opaque(static_cast<std::uint32_t>(bh))) * p.stride_semb;
   return p.dq_semaphores + index + opaque(static_cast<std::uint32_t>(q0 / Cfg::BLOCK_M));
 }
+// Packed, the key tiles are the item's sequence's, and its window's right bound may be negative.
 template <class Cfg>
-__device__ __forceinline__ int dq_turn(int q0, const BwdThread& th, int window_right) {
-  const int key_tile = th.key0 / Cfg::BLOCK_N;
-  const int last = last_key_tile(q0 / Cfg::BLOCK_M, static_cast<int>(gridDim.y), Cfg::BLOCK_M, Cfg::BLOCK_N,
-                                 Cfg::CAUSAL, Cfg::WINDOW ? window_right : -1);
+__device__ __forceinline__ int dq_turn(const FastBwdParams& p, int q0, const BwdThread& th) {
+  constexpr int BM = Cfg::BLOCK_M, BN = Cfg::BLOCK_N;
+  const int key_tile = th.key0 / BN, m = q0 / BM;
+  int last;
+  if constexpr (Cfg::PACKED && Cfg::WINDOW) {
+    last = last_key_tile_right(m, (p.N_KEYS + BN - 1) / BN, BM, BN, Cfg::CAUSAL, p.window_right);
+  } else if constexpr (Cfg::PACKED) {
+    last = last_key_tile(m, (p.N_KEYS + BN - 1) / BN, BM, BN, Cfg::CAUSAL);
+  } else {
+    last = last_key_tile(m, static_cast<int>(gridDim.y), BM, BN, Cfg::CAUSAL, Cfg::WINDOW ? p.window_right : -1);
+  }
   const int order_in_block = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 1 - th.wg : 0;
   return 4 * (2 * (last - key_tile) + order_in_block);
 }
@@ -279,7 +287,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   // the barrier below, which passes it on; waiting here, before dQ's product, no accumulator is
   // live. The dQ writer waits in its place.
   if (Cfg::DETERMINISTIC && !Cfg::DQ_WRITER && first_thread)
-    wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(q0(), th, p.window_right));
+    wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(p, q0(), th));
   // The dQ writer: wait until it has read out this warpgroup's staging tile of the stage (two steps
   // ago), and say where the part goes and (deterministic) its turn, here, where no accumulator is
   // live either.
@@ -287,7 +295,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   if constexpr (Cfg::DQ_WRITER) {
     named_barrier_sync(static_cast<int>(BwdBarrier::dq_empty0) + dq_id, kDqHandoverThreads);
     if (first_thread) {
-      const int turn = Cfg::TURN_IN_PLACE ? dq_turn<Cfg>(q0(), th, p.window_right) : 0;
+      const int turn = Cfg::TURN_IN_PLACE ? dq_turn<Cfg>(p, q0(), th) : 0;
       st_shared_dq_place(tiles + L::dq_places + 16 * dq_id, {static_cast<int>(bh()), q0(), turn});
     }
   }

@@ -33,6 +33,10 @@ CUtensorMap tile_map(const void* data, index_t batch, index_t N, index_t D, inde
 // by box_rows rows of one head end at the end of a sequence's rows, zeros past it.
 CUtensorMap ragged_tile_map(const void* data, index_t rows, index_t heads, index_t D, index_t row_stride,
                             index_t head_stride, int box_rows, bool float16);
+// The same for a packed float32 (rows, heads, D) tensor (the packed backward's dQ_accum): boxes of
+// 32 columns by box_rows rows; reduce-adds past a sequence's end are left out.
+CUtensorMap ragged_accum_map(const float* data, index_t rows, index_t heads, index_t D, index_t row_stride,
+                             index_t head_stride, int box_rows);
 // The same for a float32 (batch, N, D) tensor (dQ_accum): boxes of 32 columns (128 bytes) by
 // box_rows rows in the 128-byte swizzle; rows outside the tensor are neither read nor written.
 CUtensorMap accum_tile_map(const float* data, index_t batch, index_t N, index_t D, index_t row_stride,
