@@ -48,18 +48,19 @@
 #                                          timeouts of the tests, of each sanitizer and of the bench;
 #                                          BWD_TEST_CASES the doctest filter of the tests
 #   scripts/gpu_session.sh decode   [OUT]  the varlen kernels in one call (the decoding kernel, v6's
-#                                          packed forward, v6b's packed backward): their GPU tests, test_varlen.py,
-#                                          step07_decode_bench (its configurations, packed and in pages
-#                                          of 64), ncu on the product's decoding kernel at B 8, cache
-#                                          32768 (OUT/ncu_decode.txt; NCU=0: no ncu),
-#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS;
-#                                          DECODE_BENCH=0: neither decoding benchmark runs) and
-#                                          --mode train (TRAIN_ARGS; TRAIN=0: not run), then
-#                                          memcheck, racecheck and synccheck on the decoding kernel's
-#                                          float16 case, memcheck and synccheck on the packed forward's
-#                                          case and on the packed backward's shorter case, and memcheck
-#                                          over test_varlen.py's CUDA decoding, paged and packed cases
-#                                          (each tensor its own allocation)
+#                                          packed forward, v6b's packed backward), in parts that
+#                                          DECODE_PARTS picks from "build tests pytest bench train
+#                                          sanitize" (all by default): the build; their GPU tests;
+#                                          test_varlen.py; step07_decode_bench (packed, and in pages of
+#                                          64), ncu on the product's decoding kernel at B 8, cache 32768
+#                                          (OUT/ncu_decode.txt; NCU=0: no ncu) and
+#                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS);
+#                                          varlen.py --mode train (TRAIN_ARGS); memcheck, racecheck and
+#                                          synccheck on the decoding kernel's float16 case, memcheck
+#                                          and synccheck on the packed forward's case and on the packed
+#                                          backward's shorter case, and memcheck over test_varlen.py's
+#                                          CUDA decoding, paged and packed cases (each tensor its own
+#                                          allocation)
 #   scripts/gpu_session.sh all      [OUT]  test, sanitize, then bench
 #
 # OUT defaults to ./gpu_session. Exit status: non-zero when a test, a sanitizer, a benchmark or
@@ -67,7 +68,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
-usage() { sed -n '2,60p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -uo pipefail/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'; }
 phase="${1:-}"
 case "$phase" in
   -h | --help) usage; exit 0 ;;
@@ -339,68 +340,77 @@ phase_package() {
 }
 
 phase_decode() {
+  local parts="${DECODE_PARTS:-build tests pytest bench train sanitize}"
   local bin=step07_benchmark/step07_decode_gpu_tests rc=0 ops="$PWD/$build/python/libfa2_torch_ops.so"
-  local targets=(step07_decode_gpu_tests step07_decode_bench)
-  if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
-  configure_and_build "${targets[@]}"
-  log "GPU tests of the decoding kernel"
-  FA2_REQUIRE_GPU=1 timeout 300 "$build/$bin" --duration=true > "$out/decode_tests.log" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || status=1
-  echo "  exit $rc | $(grep -E "test cases:" "$out/decode_tests.log" | tail -n 1)" \
-    "| $(grep -E "assertions:" "$out/decode_tests.log" | tail -n 1)"
-  grep -E "ERROR|FAILED|timed out" "$out/decode_tests.log" | head -n 20
-  if [ -f "$ops" ]; then
+  has() { [[ " $parts " == *" $1 "* ]]; }
+  if has build; then
+    local targets=(step07_decode_gpu_tests step07_decode_bench)
+    if python3 -c 'import torch' 2> /dev/null; then targets+=(fa2_torch_ops); fi
+    configure_and_build "${targets[@]}"
+  fi
+  if has tests; then
+    log "GPU tests of the decoding kernel and the packed forward and backward"
+    FA2_REQUIRE_GPU=1 timeout 400 "$build/$bin" --duration=true > "$out/decode_tests.log" 2>&1 || rc=$?
+    [ "$rc" -eq 0 ] || status=1
+    echo "  exit $rc | $(grep -E "test cases:" "$out/decode_tests.log" | tail -n 1)" \
+      "| $(grep -E "assertions:" "$out/decode_tests.log" | tail -n 1)"
+    grep -E "ERROR|FAILED|timed out" "$out/decode_tests.log" | head -n 20
+  fi
+  if has pytest && [ -f "$ops" ]; then
     log "pytest: test_varlen.py"
     FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 python3 -m pytest python/tests/test_varlen.py -q -rs \
       -p no:cacheprovider > "$out/pytest_varlen.log" 2>&1 || status=1
     tail -n 3 "$out/pytest_varlen.log"
   fi
-  local pages_list=(0 64)
-  [ "${DECODE_BENCH:-1}" != 0 ] || pages_list=()
-  for pages in "${pages_list[@]}"; do
-    log "step07_decode_bench --page-size=$pages"
-    timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" --csv="$out/decode_bench_p$pages.csv" \
-      > "$out/decode_bench_p$pages.md" 2>&1 || status=1
-    cat "$out/decode_bench_p$pages.md"
-  done
-  if [ "${NCU:-1}" != 0 ]; then
-    log "ncu on the product's decoding kernel (its first launch), B 8, cache 32768"
-    timeout 300 ncu --clock-control none --kernel-name regex:decode_kernel --launch-count 1 --section SpeedOfLight \
-      --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
-      "$build/step07_benchmark/step07_decode_bench" --points=8x32768 --rounds=1 > "$out/ncu_decode.txt" 2>&1 || status=1
-    grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Warp Cycles Per Issued|L2 Hit|L1/TEX Hit" \
-      "$out/ncu_decode.txt" | head -n 12
+  if has bench; then
+    for pages in 0 64; do
+      log "step07_decode_bench --page-size=$pages"
+      timeout 300 "$build/step07_benchmark/step07_decode_bench" "--page-size=$pages" \
+        --csv="$out/decode_bench_p$pages.csv" > "$out/decode_bench_p$pages.md" 2>&1 || status=1
+      cat "$out/decode_bench_p$pages.md"
+    done
+    if [ "${NCU:-1}" != 0 ]; then
+      log "ncu on the product's decoding kernel (its first launch), B 8, cache 32768"
+      timeout 300 ncu --clock-control none --kernel-name regex:decode_kernel --launch-count 1 --section SpeedOfLight \
+        --section MemoryWorkloadAnalysis --section WarpStateStats --section Occupancy --section LaunchStats \
+        "$build/step07_benchmark/step07_decode_bench" --points=8x32768 --rounds=1 > "$out/ncu_decode.txt" 2>&1 ||
+        status=1
+      grep -E "DRAM Throughput|Memory Throughput|Duration|Achieved Occupancy|Warp Cycles Per Issued|L2 Hit|L1/TEX Hit" \
+        "$out/ncu_decode.txt" | head -n 12
+    fi
+    if [ -f "$ops" ]; then
+      log "python/benchmarks/varlen.py --mode decode ${DECODE_ARGS:-}"
+      # shellcheck disable=SC2086
+      (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 \
+        varlen.py --mode decode ${DECODE_ARGS:-} --csv "$out/decode.csv" > "$out/decode.md" 2>&1) || status=1
+      cat "$out/decode.md"
+    fi
   fi
-  if [ "${DECODE_BENCH:-1}" != 0 ] && [ -f "$ops" ]; then
-    log "python/benchmarks/varlen.py --mode decode ${DECODE_ARGS:-}"
-    # shellcheck disable=SC2086
-    (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
-      --mode decode ${DECODE_ARGS:-} --csv "$out/decode.csv" > "$out/decode.md" 2>&1) || status=1
-    cat "$out/decode.md"
-  fi
-  if [ "${TRAIN:-1}" != 0 ] && [ -f "$ops" ]; then
+  if has train && [ -f "$ops" ]; then
     log "python/benchmarks/varlen.py --mode train ${TRAIN_ARGS:-}"
     # shellcheck disable=SC2086
     (cd python/benchmarks && FA2_TORCH_OPS="$ops" PYTHONPATH="$PWD/..:${PYTHONPATH:-}" timeout 600 python3 varlen.py \
       --mode train ${TRAIN_ARGS:-} --csv "$out/train.csv" > "$out/train.md" 2>&1) || status=1
     cat "$out/train.md"
   fi
-  for tool in memcheck racecheck synccheck; do
-    sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
-  done
-  for tool in memcheck synccheck; do
-    sanitize "packed_$tool" "$tool" 300 "$bin" "-tc=*packed forward*"
-    sanitize "packed_backward_$tool" "$tool" 300 "$bin" "-tc=*packed backward in float16*"
-  done
-  if [ -f "$ops" ]; then
-    log "memcheck over test_varlen.py's decoding, paged and packed cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-    rc=0
-    PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
-      --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
-      -k "decod or paged or packed" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
-    [ "$rc" -eq 0 ] || status=1
-    echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
-      "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
+  if has sanitize; then
+    for tool in memcheck racecheck synccheck; do
+      sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
+    done
+    for tool in memcheck synccheck; do
+      sanitize "packed_$tool" "$tool" 300 "$bin" "-tc=*packed forward*"
+      sanitize "packed_backward_$tool" "$tool" 300 "$bin" "-tc=*packed backward in float16*"
+    done
+    if [ -f "$ops" ]; then
+      log "memcheck over test_varlen.py's decoding, paged and packed cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+      rc=0
+      PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
+        --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
+        -k "decod or paged or packed" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
+      [ "$rc" -eq 0 ] || status=1
+      echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
+        "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
+    fi
   fi
 }
 
