@@ -9,6 +9,9 @@ bf16; the forward and forward+backward of
   varlen        fa2_attention.varlen_attn(kernel="fast") on the packed tensors
   dense-each    fa2_attention.flash_attention on each sequence's own contiguous tensor, one after
                 another (the sum of our dense times for each sequence alone)
+  dense-padded  fa2_attention.flash_attention on one (B, H, longest, D) batch, every sequence padded
+                to the longest (the padding made before the timing; under the causal mask no real
+                query sees a padded key)
   torch-varlen  PyTorch's varlen_attn (its own backend choice; key and value repeated to H heads
                 when it cannot take grouped-query attention)
   fa4-varlen    flash_attn_varlen_func(causal=True)
@@ -81,6 +84,13 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
     each = [tuple(t[starts[i]:starts[i + 1]].transpose(0, 1).unsqueeze(0).contiguous() for t in (q, k, v, dout))
             for i in range(len(lengths))]
     group = heads // kv_heads
+    # Every sequence padded to the longest, as one dense batch.
+    padded = []
+    for t in (q, k, v, dout):
+        batch_t = torch.zeros(len(lengths), t.shape[1], max_len, dim, device="cuda", dtype=t.dtype)
+        for i in range(len(lengths)):
+            batch_t[i, :, :lengths[i]] = t[starts[i]:starts[i + 1]].transpose(0, 1)
+        padded.append(batch_t)
 
     def ours(q, k, v):
         return fa2_attention.varlen_attn(q, k, v, cu, cu, max_len, max_len, window_size=(-1, 0), enable_gqa=True,
@@ -129,6 +139,14 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
             torch.autograd.grad(out, leaves, pd)
 
     both["dense-each"] = (dense_each_both, [(each,)])
+    forward["dense-padded"] = (
+        lambda pq, pk, pv, pd: fa2_attention.flash_attention(pq, pk, pv, is_causal=True, kernel="fast"), [padded])
+
+    def dense_padded_both(pq, pk, pv, pd):
+        leaves = tuple(t.detach().requires_grad_() for t in (pq, pk, pv))
+        torch.autograd.grad(fa2_attention.flash_attention(*leaves, is_causal=True, kernel="fast"), leaves, pd)
+
+    both["dense-padded"] = (dense_padded_both, [padded])
     return forward, both
 
 
