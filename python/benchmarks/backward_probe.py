@@ -56,8 +56,8 @@ def main():
     contig_ws = [tuple(t.contiguous() for t in s) for s in slices]
 
     def varlen_bwd():
-        torch.ops.fa2.varlen_backward(dout, q, k, v, out, lse, cu, cu, max_len, max_len, scale, -1, 0, "fast", False,
-                                      False)
+        torch.ops.fa2.varlen_backward(dout, q, k, v, out, lse, cu, cu, max_len, max_len, scale, -1, 0, None, "fast",
+                                      False, False)
 
     sequences = [(a, b - a, a, b - a, (0, 0, -1, 0)) for a, b in seqs]
 

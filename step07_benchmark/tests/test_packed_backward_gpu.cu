@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -176,7 +177,10 @@ void run_case(const BackwardCase& c, std::mt19937& rng) {
   DeviceBuffer<std::int32_t> semaphores(
       c.deterministic ? static_cast<std::size_t>(fa2::packed_dq_semaphore_count(a.q_shape, batch)) : 0);
   plan.args.schedule = schedule.data();
-  if (c.deterministic) plan.args.dq_semaphores = semaphores.data();
+  if (c.deterministic) {
+    CHECK_THROWS_WITH_AS(fa2::flash::run(plan), doctest::Contains("dq_semaphores:"), std::invalid_argument);
+    plan.args.dq_semaphores = semaphores.data();
+  }
 
   const auto run = [&] {
     for (DeviceBuffer<T>* g : {&d_dq, &d_dk, &d_dv}) g->fill_bytes(0xFF);  // NaN in both 16-bit types
@@ -318,8 +322,6 @@ TEST_SUITE("variants") {
     static std::int32_t used[2] = {1, 1};
     bad = a, bad.seqused_k = bad.seqused_k_host = used;
     CHECK(refused(bad).rfind("seqused_k:", 0) == 0);
-    bad = a, bad.deterministic = true;
-    CHECK(refused(bad).rfind("dq_semaphores:", 0) == 0);
     bad = a, bad.q_shape[2] = bad.o_shape[2] = bad.do_shape[2] = bad.dq_shape[2] = 32;
     CHECK(refused(bad).rfind("head_dim:", 0) == 0);
     static std::int32_t past_end[3] = {0, 1, 3};

@@ -104,10 +104,6 @@ std::string backward_tensor_refusal(const FlashVarlenBwdArgs& a) {
   if (a.seqused_k != nullptr || a.seqused_k_host != nullptr) {
     return "seqused_k: the packed backward takes every key of cu_seq_k (no seqused_k)";
   }
-  if (a.deterministic && a.dq_semaphores == nullptr) {
-    return "dq_semaphores: deterministic gradients need packed_dq_semaphore_count(q.shape, batch) (" +
-           std::to_string(packed_dq_semaphore_count(a.q_shape, a.batch)) + " here) int32 of device memory";
-  }
   return {};
 }
 
@@ -142,6 +138,12 @@ void run(const PackedBackwardPlan& plan, cudaStream_t stream) {
   if (plan.args.schedule == nullptr || reinterpret_cast<std::uintptr_t>(plan.args.schedule) % 16 != 0) {
     throw std::invalid_argument("schedule: this plan needs schedule_bytes (" + std::to_string(plan.schedule_bytes) +
                                 ") of 16-byte aligned device memory");
+  }
+  if (plan.args.deterministic && plan.args.dq_semaphores == nullptr) {
+    throw std::invalid_argument(
+        "dq_semaphores: deterministic gradients need packed_dq_semaphore_count(q.shape, batch) (" +
+        std::to_string(packed_dq_semaphore_count(plan.args.q_shape, plan.args.batch)) +
+        " here) int32 of device memory");
   }
   const std::size_t sequence_bytes = plan.schedule.sequences.size() * sizeof(PackedSequence);
   auto* schedule = static_cast<unsigned char*>(plan.args.schedule);
