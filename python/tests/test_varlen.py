@@ -342,8 +342,8 @@ def test_cuda_packed_forward_matches_float64(dtype_name, dim, window, monkeypatc
 @pytest.mark.cuda
 @pytest.mark.parametrize("window", [(-1, -1), (-1, 0), (40, 0)], ids=["full", "causal", "w40_0"])
 def test_cuda_packed_deterministic_matches_float64_with_the_same_bits(window):
-    # Deterministic gradients of the packed sequences (on an sm_90 GPU, v6b's packed twin taking its
-    # turns sequence by sequence): float64's values, and the same bits on every run.
+    # Deterministic gradients of the packed sequences (sequence by sequence; the packed twin's
+    # deterministic turns are tested in C++ first): float64's values, and the same bits on every run.
     inputs = packed(PACKED_LENGTHS, 4, 2, 128, torch.bfloat16, "cuda", seed=3)
     first = run(*inputs, window, PACKED_LENGTHS, enable_gqa=True, kernel="fast", deterministic=True)
     _, _, grads_ref = reference(*inputs, window)

@@ -50,11 +50,11 @@ std::string varlen_tensor_refusal(const FlashVarlenArgs& a, std::string_view ker
 
 namespace {
 
-// The configuration: 8 warps of 3 stages of 16 keys, each copy instruction moving whole rows
-// (ROW_LOADS), the one step07_decode_bench's tables chose (step 7's GUIDE, "Decoding: split-KV"). At
-// head dim 128 a warp's stage is 8 KB of K and V: 192 KB a block, one per SM.
+// The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
+// (ROW_LOADS), the one step07_decode_bench's table chose (step 7's GUIDE, "Decoding: split-KV"). At
+// head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
 template <int D>
-using DecodeCfg = DecodeConfig<D, 8, 3, 16, true>;
+using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
 
 std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (std::string why = varlen_tensor_refusal(a, "the decoding kernel", "32, 64 or 128", {32, 64, 128}); !why.empty()) {
