@@ -37,6 +37,20 @@ std::vector<std::pair<int, int>> random_lengths(std::mt19937& rng, bool square) 
   return lengths;
 }
 
+// The batch + 1 offsets of the lengths' queries and keys, and the longest of each.
+struct Offsets {
+  std::vector<std::int32_t> cu_q, cu_k;
+  int max_q = 0, max_k = 0;
+};
+Offsets offsets(const std::vector<std::pair<int, int>>& lengths) {
+  Offsets o{{0}, {0}};
+  for (const auto& [n_q, n_k] : lengths) {
+    o.cu_q.push_back(o.cu_q.back() + n_q), o.cu_k.push_back(o.cu_k.back() + n_k);
+    o.max_q = std::max(o.max_q, n_q), o.max_k = std::max(o.max_k, n_k);
+  }
+  return o;
+}
+
 // The kernel's bounds as the launch gives them (product/plan.hpp's packed_kernel_bounds): an
 // unbounded side reaches every key.
 std::pair<int, int> kernel_bounds(fa2::Window w, int max_q, int max_k) {
@@ -50,12 +64,7 @@ TEST_CASE("packed schedule: every query tile once, sequence by sequence, the mos
   for (int trial = 0; trial < 300; ++trial) {
     const bool square = trial % 2 == 0;
     const auto lengths = random_lengths(rng, square);
-    std::vector<std::int32_t> cu_q = {0}, cu_k = {0};
-    int max_q = 0, max_k = 0;
-    for (const auto& [n_q, n_k] : lengths) {
-      cu_q.push_back(cu_q.back() + n_q), cu_k.push_back(cu_k.back() + n_k);
-      max_q = std::max(max_q, n_q), max_k = std::max(max_k, n_k);
-    }
+    const auto [cu_q, cu_k, max_q, max_k] = offsets(lengths);
     const PackedMask mask =
         square && trial % 4 == 0 ? PackedMask::causal : (trial % 3 == 0 ? PackedMask::none : PackedMask::window);
     const auto [left, right] = kernel_bounds(trial % 5 == 0 ? fa2::Window{60, 10} : fa2::Window{-1, 0}, max_q, max_k);
@@ -161,12 +170,7 @@ TEST_CASE(
   for (int trial = 0; trial < 300; ++trial) {
     const bool square = trial % 2 == 0, last_first = trial % 3 == 1;
     const auto lengths = random_lengths(rng, square);
-    std::vector<std::int32_t> cu_q = {0}, cu_k = {0};
-    int max_q = 0, max_k = 0;
-    for (const auto& [n_q, n_k] : lengths) {
-      cu_q.push_back(cu_q.back() + n_q), cu_k.push_back(cu_k.back() + n_k);
-      max_q = std::max(max_q, n_q), max_k = std::max(max_k, n_k);
-    }
+    const auto [cu_q, cu_k, max_q, max_k] = offsets(lengths);
     const PackedMask mask =
         square && trial % 4 == 0 ? PackedMask::causal : (trial % 5 == 0 ? PackedMask::none : PackedMask::window);
     const auto [left, right] = kernel_bounds(trial % 7 == 0 ? fa2::Window{60, 10} : fa2::Window{-1, 0}, max_q, max_k);

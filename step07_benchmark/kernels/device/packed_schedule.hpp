@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -104,6 +105,27 @@ struct PackedSchedule {
   std::vector<PackedTile> tiles;
 };
 
+// The tiles of a schedule from each sequence's (work, tile) pairs, listed in the order that sequence
+// runs them: sequence by sequence, the most total work first (ties in the order of the sequences),
+// each as {sequence, tile}. Both packed schedules order their sequences so.
+template <class Tile>
+std::vector<Tile> sequences_by_work(const std::vector<std::vector<std::pair<int, int>>>& tiles) {
+  std::vector<long long> total(tiles.size(), 0);
+  for (std::size_t b = 0; b < tiles.size(); ++b) {
+    for (const auto& [work, tile] : tiles[b]) total[b] += work;
+  }
+  std::vector<int> order(tiles.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    return total[static_cast<std::size_t>(x)] > total[static_cast<std::size_t>(y)];
+  });
+  std::vector<Tile> listed;
+  for (const int b : order) {
+    for (const auto& [work, tile] : tiles[static_cast<std::size_t>(b)]) listed.push_back({b, tile});
+  }
+  return listed;
+}
+
 // cu_seq_q and cu_seq_k: batch + 1 offsets (host memory); seqused_k (host, or null): the keys each
 // sequence uses from its first, else all of its cu_seq_k rows.
 inline PackedSchedule packed_schedule(const std::int32_t* cu_seq_q, const std::int32_t* cu_seq_k,
@@ -111,9 +133,8 @@ inline PackedSchedule packed_schedule(const std::int32_t* cu_seq_q, const std::i
                                       int block_n, int left, int right) {
   PackedSchedule schedule;
   schedule.sequences.reserve(static_cast<std::size_t>(batch));
-  // Each sequence's tiles with their key tiles, heaviest first, and the sequence's total.
+  // Each sequence's tiles with their key tiles, heaviest first.
   std::vector<std::vector<std::pair<int, int>>> tiles(static_cast<std::size_t>(batch));  // (work, tile)
-  std::vector<long long> total(static_cast<std::size_t>(batch), 0);
   for (int b = 0; b < batch; ++b) {
     const PackedSequence s{cu_seq_q[b], cu_seq_q[b + 1] - cu_seq_q[b], cu_seq_k[b],
                            seqused_k != nullptr ? seqused_k[b] : cu_seq_k[b + 1] - cu_seq_k[b]};
@@ -121,18 +142,10 @@ inline PackedSchedule packed_schedule(const std::int32_t* cu_seq_q, const std::i
     auto& own = tiles[static_cast<std::size_t>(b)];
     for (int m = 0; m * block_m < s.n_q; ++m) {
       own.emplace_back(packed_key_tiles(mask, s, m * block_m, block_m, block_n, left, right).count(), m);
-      total[static_cast<std::size_t>(b)] += own.back().first;
     }
     std::stable_sort(own.begin(), own.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   }
-  std::vector<int> order(static_cast<std::size_t>(batch));
-  for (int b = 0; b < batch; ++b) order[static_cast<std::size_t>(b)] = b;
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-    return total[static_cast<std::size_t>(x)] > total[static_cast<std::size_t>(y)];
-  });
-  for (const int b : order) {
-    for (const auto& [work, m] : tiles[static_cast<std::size_t>(b)]) schedule.tiles.push_back({b, m});
-  }
+  schedule.tiles = sequences_by_work<PackedTile>(tiles);
   return schedule;
 }
 
@@ -171,14 +184,12 @@ inline PackedBackwardSchedule packed_backward_schedule(const std::int32_t* cu_se
   PackedBackwardSchedule schedule;
   schedule.sequences.reserve(static_cast<std::size_t>(batch));
   std::vector<std::vector<std::pair<int, int>>> tiles(static_cast<std::size_t>(batch));  // (work, key tile)
-  std::vector<long long> total(static_cast<std::size_t>(batch), 0);
   for (int b = 0; b < batch; ++b) {
     const PackedSequence s{cu_seq_q[b], cu_seq_q[b + 1] - cu_seq_q[b], cu_seq_k[b], cu_seq_k[b + 1] - cu_seq_k[b]};
     schedule.sequences.push_back(s);
     auto& own = tiles[static_cast<std::size_t>(b)];
     for (int n = 0; n * block_n < s.n_k; ++n) {
       own.emplace_back(packed_query_tiles(mask, s, n * block_n, block_m, block_n, left, right).count(), n);
-      total[static_cast<std::size_t>(b)] += own.back().first;
     }
     if (last_first) {
       std::reverse(own.begin(), own.end());
@@ -186,14 +197,7 @@ inline PackedBackwardSchedule packed_backward_schedule(const std::int32_t* cu_se
       std::stable_sort(own.begin(), own.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
     }
   }
-  std::vector<int> order(static_cast<std::size_t>(batch));
-  for (int b = 0; b < batch; ++b) order[static_cast<std::size_t>(b)] = b;
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
-    return total[static_cast<std::size_t>(x)] > total[static_cast<std::size_t>(y)];
-  });
-  for (const int b : order) {
-    for (const auto& [work, n] : tiles[static_cast<std::size_t>(b)]) schedule.tiles.push_back({b, n});
-  }
+  schedule.tiles = sequences_by_work<PackedKeyTile>(tiles);
   return schedule;
 }
 
