@@ -8,9 +8,9 @@ sequence, reading the packed or paged keys where they lie, the query heads of a 
 each long cache cut into parts (split-KV) that a second launch merges. Longer sequences on an
 sm_90 GPU (bfloat16 or float16, head dim 64 or 128, keys packed) run forward in one launch of v6's
 packed twin (fa2::varlen_packed): every sequence's query tiles, the longest first, read and written
-where they lie. Their backward (any query lengths; keys packed, no seqused_k, not deterministic) is
-one launch of v6b's packed twin (fa2::varlen_packed_backward) over every sequence's key tiles. Otherwise every sequence
-runs through the dense operators (fa2::forward, fa2::backward) on its own rows of the packed
+where they lie. Their backward (any query lengths; keys packed, no seqused_k; deterministic or not)
+is one launch of v6b's packed twin (fa2::varlen_packed_backward) over every sequence's key tiles.
+Otherwise every sequence runs through the dense operators (fa2::forward, fa2::backward) on its own rows of the packed
 tensors. The masks are aligned bottom-right, as FlashAttention's varlen and kv-cache
 functions align them: the last query of a sequence sits at its last key, so a query of a sequence
 with N_q queries and N_k keys stands at offset N_k - N_q, and query i sees key j when
@@ -371,9 +371,7 @@ def _varlen_backward_op(dout: torch.Tensor, query: torch.Tensor, key: torch.Tens
                         seqused_k: Optional[torch.Tensor], kernel: str, deterministic: bool,
                         allow_tf32: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     window = (window_left, window_right)
-    # Deterministic gradients stay sequence by sequence until the packed twin's deterministic turns
-    # have passed their GPU tests (step07_benchmark/tests/test_packed_backward_gpu.cu).
-    if seqused_k is None and not deterministic and _packs(query, kernel, None):
+    if seqused_k is None and _packs(query, kernel, None):
         sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, None, None, dense=False)
         return _packed_backward(dout, query, key, value, out, lse, sequences, cu_seq_q, cu_seq_k, scale, window,
                                 deterministic)
@@ -446,8 +444,7 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     kernel="fast" on CUDA runs the forward of sequences of at most 16 queries (bfloat16 or float16,
     head dim 32, 64 or 128) on the decoding kernel, all sequences in one launch; on an sm_90 GPU
     the forward of longer ones (head dim 64 or 128, keys not paged) in one launch of v6's packed
-    twin, and the backward (the same dtypes and head dims, no seqused_k, deterministic=False) in
-    one launch of v6b's.
+    twin, and the backward (the same dtypes and head dims, no seqused_k) in one launch of v6b's.
     Otherwise every sequence runs through the dense operators on its own rows, so the work follows
     the tokens. Gradients flow to query, key and value.
 

@@ -50,11 +50,14 @@ std::string varlen_tensor_refusal(const FlashVarlenArgs& a, std::string_view ker
 
 namespace {
 
-// The configuration: 8 warps of 2 stages of 16 keys, each copy instruction moving whole rows
-// (ROW_LOADS), the one step07_decode_bench's table chose (step 7's GUIDE, "Decoding: split-KV"). At
-// head dim 128 a warp's stage is 8 KB of K and V: 128 KB a block, one per SM.
+// The configurations, the first whose shared memory the GPU offers: 8 warps of 3 stages of 16 keys,
+// each copy instruction moving whole rows (ROW_LOADS), the one step07_decode_bench's table chose
+// (step 7's GUIDE, "Decoding: split-KV"); at head dim 128 a warp's stage is 8 KB of K and V, 192 KB
+// a block, which sm_90 offers and sm_80 and sm_86 do not. There 4 warps of 2 stages (64 KB).
 template <int D>
-using DecodeCfg = DecodeConfig<D, 8, 2, 16, true>;
+using DecodeCfg = DecodeConfig<D, 8, 3, 16, true>;
+template <int D>
+using DecodeSmallCfg = DecodeConfig<D, 4, 2, 16, true>;
 
 std::string varlen_refusal(const FlashVarlenArgs& a) {
   if (std::string why = varlen_tensor_refusal(a, "the decoding kernel", "32, 64 or 128", {32, 64, 128}); !why.empty()) {
@@ -88,19 +91,26 @@ std::string varlen_refusal(const FlashVarlenArgs& a) {
   return {};
 }
 
-// Runs fn.template operator()<Cfg>() with the configuration of the arguments' head dim and dtype.
+// Runs fn.template operator()<Cfg>() with the configuration of the arguments' head dim and dtype
+// that fits the device's shared memory.
 template <class Fn>
-void with_decode_config(const FlashVarlenArgs& a, Fn&& fn) {
-  const auto by_dtype = [&]<class Cfg>() { with_element_twin<Cfg>(a.dtype, fn); };
+void with_decode_config(const FlashVarlenArgs& a, const DeviceInfo& device, Fn&& fn) {
+  const auto by_smem = [&]<int D>() {
+    if (DecodeCfg<D>::smem_bytes <= static_cast<std::size_t>(device.smem_optin_bytes)) {
+      with_element_twin<DecodeCfg<D>>(a.dtype, fn);
+    } else {
+      with_element_twin<DecodeSmallCfg<D>>(a.dtype, fn);
+    }
+  };
   switch (a.q_shape[2]) {
     case 32:
-      by_dtype.template operator()<DecodeCfg<32>>();
+      by_smem.template operator()<32>();
       break;
     case 64:
-      by_dtype.template operator()<DecodeCfg<64>>();
+      by_smem.template operator()<64>();
       break;
     default:
-      by_dtype.template operator()<DecodeCfg<128>>();
+      by_smem.template operator()<128>();
       break;
   }
 }
@@ -124,7 +134,7 @@ VarlenPlan plan_varlen_forward(const FlashVarlenArgs& args) {
     return plan;
   }
   // The parts: as asked, else split_kv_count's choice (decode_splits).
-  with_decode_config(args, [&]<class Cfg>() { plan.splits = decode_splits<Cfg>(args, *device); });
+  with_decode_config(args, *device, [&]<class Cfg>() { plan.splits = decode_splits<Cfg>(args, *device); });
   plan.partial_floats = decode_partial_floats(args, plan.splits);
   return plan;
 }
@@ -135,7 +145,7 @@ void run(const VarlenPlan& plan, cudaStream_t stream) {
     throw std::invalid_argument("partial: this plan cuts the keys into " + std::to_string(plan.splits) +
                                 " parts and needs plan.partial_floats floats of workspace");
   }
-  with_decode_config(plan.args, [&]<class Cfg>() { launch_decode<Cfg>(plan, stream); });
+  with_decode_config(plan.args, current_device(), [&]<class Cfg>() { launch_decode<Cfg>(plan, stream); });
 }
 
 }  // namespace fa2::flash
