@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -419,9 +420,11 @@ void set_tensors(fa2::FlashVarlenArgs& a, const at::Tensor& qv, const at::Tensor
   a.l = lse.mutable_data_ptr<float>(), a.l_shape = shape_of<2>(lse), a.l_strides = strides_of<2>(lse);
 }
 
-// The decoding kernel on CUDA (kernel="fast" with few queries per sequence). varlen.py has checked
-// the index tensors' values against the tensors (cu_seq_q, cu_seq_k, seqused_k, block_table, max_q,
-// max_k): the kernel trusts them. The rows past cu_seq_q[-1] are left for the caller to fill.
+// The decoding kernel on CUDA (kernel="fast" with few queries per sequence), with no copy to the
+// host: varlen.py checks the index tensors' values against the tensors (cu_seq_q, cu_seq_k,
+// seqused_k, block_table, max_q, max_k) unless told not to, and the kernel bounds every read and
+// write by the tensors whatever they hold. out starts at 0 and lse at +inf, what rows of no
+// sequence keep.
 std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
     const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& cu_seq_q,
     const std::optional<at::Tensor>& cu_seq_k, const std::optional<at::Tensor>& seqused_k,
@@ -445,8 +448,9 @@ std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
   // (rows, heads, D) views read in place where their rows are 16-byte aligned, as kernel="fast" reads them.
   const at::Tensor qv = kernel_view(q, Kernel::fast), kv = kernel_view(k3, Kernel::fast),
                    vv = kernel_view(v3, Kernel::fast);
-  at::Tensor out = at::empty(q.sizes(), q.options());
-  at::Tensor lse = at::empty({q.size(1), q.size(0)}, q.options().dtype(at::kFloat));
+  at::Tensor out = at::zeros(q.sizes(), q.options());
+  at::Tensor lse =
+      at::full({q.size(1), q.size(0)}, std::numeric_limits<float>::infinity(), q.options().dtype(at::kFloat));
 
   fa2::FlashVarlenArgs a;
   a.dtype = kernel_dtype(q);

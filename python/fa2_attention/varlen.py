@@ -112,18 +112,16 @@ def _window_pair(window_size):
     return left, right
 
 
-def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table, dense=True):
-    """Checks the packing arguments and lays out each sequence's rows. Returns a list of
-    (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or, for a paged cache,
-    (block_table, its row, page_size), dense from _dense_call (None everywhere when dense is False:
-    the kernels that take the whole batch at once do not need it). The index tensors' values come
-    to the host in one copy."""
+def _check_index_tensors(query, cu_seq_q, cu_seq_k, max_q, max_k, seqused_k, block_table):
+    """The checks of the packing arguments that need none of their values (no copy to the host):
+    types, dtypes, shapes, devices, and which of them go together. Returns the batch."""
     device = query.device
-    total_q = query.shape[0]
     _check_cu("cu_seq_q", cu_seq_q, device, None)
     batch = cu_seq_q.numel() - 1
-    if not isinstance(max_q, int) or not isinstance(max_k, int):
+    if isinstance(max_q, bool) or isinstance(max_k, bool) or not isinstance(max_q, int) or not isinstance(max_k, int):
         raise RuntimeError(f"varlen_attn: max_q and max_k must be ints, got {max_q!r} and {max_k!r}")
+    if max_q < 0 or max_k < 0:
+        raise RuntimeError(f"varlen_attn: max_q and max_k must not be negative, got {max_q} and {max_k}")
     if seqused_k is not None:
         if not isinstance(seqused_k, torch.Tensor) or seqused_k.dtype != torch.int32 or seqused_k.dim() != 1:
             raise RuntimeError("varlen_attn: seqused_k must be a 1-D int32 tensor (one length per sequence)")
@@ -131,7 +129,6 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
             raise RuntimeError(f"varlen_attn: seqused_k must be on the inputs' device {device}, got {seqused_k.device}")
         if seqused_k.numel() != batch:
             raise RuntimeError(f"varlen_attn: seqused_k has {seqused_k.numel()} entries, expected {batch} (batch)")
-    fetch = [cu_seq_q]
     if block_table is not None:
         if not isinstance(block_table, torch.Tensor) or block_table.dtype != torch.int32 or block_table.dim() != 2:
             raise RuntimeError("varlen_attn: block_table must be a 2-D int32 tensor (batch, pages per sequence)")
@@ -142,6 +139,24 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
             raise RuntimeError(f"varlen_attn: block_table has {block_table.shape[0]} rows, expected {batch} (batch)")
         if seqused_k is None:
             raise RuntimeError("varlen_attn: block_table needs seqused_k (the cache length of each sequence)")
+    else:
+        if cu_seq_k is None:
+            raise RuntimeError("varlen_attn: cu_seq_k may be None only with a block_table")
+        _check_cu("cu_seq_k", cu_seq_k, device, batch)
+    return batch
+
+
+def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table, dense=True):
+    """Checks the packing arguments and lays out each sequence's rows. Returns a list of
+    (q0, n_q, key_index, n_k, dense) per sequence, key_index a (start) int or, for a paged cache,
+    (block_table, its row, page_size), dense from _dense_call (None everywhere when dense is False:
+    the kernels that take the whole batch at once do not need it). The index tensors' values come
+    to the host in one copy."""
+    device = query.device
+    total_q = query.shape[0]
+    batch = _check_index_tensors(query, cu_seq_q, cu_seq_k, max_q, max_k, seqused_k, block_table)
+    fetch = [cu_seq_q]
+    if block_table is not None:
         pages, page_size = key.shape[0], key.shape[1]
         # Every page a sequence uses must be one of the cache's: one check over the whole table, whose
         # answer comes to the host with the other values.
@@ -150,9 +165,6 @@ def _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block
         outside = in_use & ((block_table < 0) | (block_table >= pages))
         fetch.append(outside.any().to(torch.int32).reshape(1))
     else:
-        if cu_seq_k is None:
-            raise RuntimeError("varlen_attn: cu_seq_k may be None only with a block_table")
-        _check_cu("cu_seq_k", cu_seq_k, device, batch)
         fetch.append(cu_seq_k)
     if seqused_k is not None:
         fetch.append(seqused_k)
@@ -245,18 +257,25 @@ def _decodes(query, kernel, sequences):
             and all(n_q <= _DECODE_MAX_QUERIES for _, n_q, *_ in sequences))
 
 
-def _decode(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window, num_splits):
+def _decode(query, key, value, max_q, max_k, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window, num_splits):
     """All sequences in one launch (two with split-KV): the decoding kernel reads the packed or paged
     keys in place. Rows of query past the last sequence get out 0 and lse +inf."""
-    max_q = max((n_q for _, n_q, _, _, _ in sequences), default=0)
-    max_k = max((n_k for _, _, _, n_k, _ in sequences), default=0)
-    out, lse = torch.ops.fa2.varlen_decode(query, key, value, cu_seq_q, None if block_table is not None else cu_seq_k,
-                                           seqused_k, block_table, max_q, max_k, scale, window[0], window[1],
-                                           num_splits)
-    end = sequences[-1][0] + sequences[-1][1] if sequences else 0
-    out[end:] = 0
-    lse[:, end:] = math.inf
-    return out, lse
+    return torch.ops.fa2.varlen_decode(query, key, value, cu_seq_q, None if block_table is not None else cu_seq_k,
+                                       seqused_k, block_table, max_q, max_k, scale, window[0], window[1], num_splits)
+
+
+@torch.library.register_fake("fa2::varlen_decode")
+def _varlen_decode_fake(query, key, value, cu_seq_q, cu_seq_k, seqused_k, block_table, max_q, max_k, scale,
+                        window_left, window_right, num_splits):
+    return query.new_empty(query.shape), query.new_empty((query.shape[1], query.shape[0]), dtype=torch.float32)
+
+
+def _decodes_unchecked(query, key, value, max_q, kernel):
+    """Whether varlen_attn with check_invariants=False calls the decoding kernel itself: no copy of
+    the index values to the host, no autograd (its backward would need them)."""
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    return (not needs_grad and kernel == "fast" and query.is_cuda and query.dtype in (torch.bfloat16, torch.float16)
+            and query.shape[2] in (32, 64, 128) and query.shape[0] > 0 and max_q <= _DECODE_MAX_QUERIES)
 
 
 @functools.lru_cache(maxsize=None)
@@ -349,8 +368,10 @@ def _varlen_forward_op(query: torch.Tensor, key: torch.Tensor, value: torch.Tens
     # only for the sequence-by-sequence path.
     sequences = _plan(query, key, cu_seq_q, cu_seq_k, max_q, max_k, window, seqused_k, block_table, dense=False)
     if _decodes(query, kernel, sequences):
-        return _decode(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, block_table, scale, window,
-                       num_splits)
+        # The planned lengths, not max_q and max_k: no more blocks and parts than the sequences need.
+        return _decode(query, key, value, max((n_q for _, n_q, _, _, _ in sequences), default=0),
+                       max((n_k for _, _, _, n_k, _ in sequences), default=0), cu_seq_q, cu_seq_k, seqused_k,
+                       block_table, scale, window, num_splits)
     if _packs(query, kernel, block_table):
         return _packed(query, key, value, sequences, cu_seq_q, cu_seq_k, seqused_k, scale, window)
     sequences = [(q0, n_q, key_index, n_k, _dense_call(n_q, n_k, *window))
@@ -411,10 +432,10 @@ _varlen_forward_op.register_autograd(_autograd_backward, setup_context=_setup_co
 
 def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_aux=None, scale=None,
                 window_size=(-1, -1), enable_gqa=False, seqused_k=None, block_table=None, num_splits=None,
-                deterministic=False, kernel="step05"):
+                deterministic=False, kernel="step05", check_invariants=True):
     r"""Attention over a packed batch of sequences of different lengths: PyTorch's
     torch.nn.attention.varlen.varlen_attn (2.12's signature) on this repository's kernels, plus
-    `deterministic` and `kernel`.
+    `deterministic`, `kernel` and `check_invariants`.
 
     query is (T_q, H, D), the sequences' queries one after another; key and value are (T_k, H_kv, D)
     likewise, or with block_table a paged cache (pages, page_size, H_kv, D). cu_seq_q and cu_seq_k
@@ -448,11 +469,20 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     Otherwise every sequence runs through the dense operators on its own rows, so the work follows
     the tokens. Gradients flow to query, key and value.
 
+    check_invariants (as torch.sparse's tensors name it): True copies the values of cu_seq_q,
+    cu_seq_k, seqused_k and block_table to the host and checks them (the errors below), which waits
+    for the GPU to finish what it was given before. False, for a decoding loop that must not wait:
+    when the decoding kernel runs (kernel="fast" on CUDA, max_q <= 16, bfloat16 or float16, head dim
+    32, 64 or 128, no input that needs a gradient) nothing is copied, the values are trusted, and
+    values that break the rules give wrong numbers without an error (the kernel never reads or
+    writes outside the tensors); elsewhere the kernels need the values on the host anyway and they
+    are checked as with True.
+
     Errors (RuntimeError naming the argument): cu_seq_q or cu_seq_k not int32, not 1-D, not on the
     inputs' device, not starting at 0, decreasing, or ending past their tensor; max_q or max_k
-    smaller than a sequence; seqused_k longer than its sequence; a block_table entry outside the
-    cache, or too few pages for seqused_k; block_table with inputs that require grad; num_splits
-    below 1; a window_size that is not a pair of ints >= -1.
+    negative or smaller than a sequence; seqused_k longer than its sequence; a block_table entry
+    outside the cache, or too few pages for seqused_k; block_table with inputs that require grad;
+    num_splits below 1; a window_size that is not a pair of ints >= -1.
     """
     if query.dim() != 3:
         raise RuntimeError(f"varlen_attn: query must be (T_q, H, D), got shape {tuple(query.shape)}")
@@ -477,6 +507,12 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     left, right = _window_pair(window_size)
     if scale is not None:
         scale = float(scale)
+    if not check_invariants:
+        _check_index_tensors(query, cu_seq_q, cu_seq_k, max_q, max_k, seqused_k, block_table)
+        if _decodes_unchecked(query, key, value, max_q, kernel):
+            out, lse = _decode(query, key, value, max_q, max_k, cu_seq_q, cu_seq_k, seqused_k, block_table, scale,
+                               (left, right), 0 if num_splits is None else num_splits)
+            return (out, lse) if return_aux is not None and return_aux.lse else out
     allow_tf32 = bool(torch.backends.cuda.matmul.allow_tf32)
     out, lse = torch.ops.fa2.varlen_forward(query, key, value, cu_seq_q, cu_seq_k, int(max_q), int(max_k), scale,
                                             left, right, seqused_k, block_table, kernel, bool(deterministic),

@@ -376,7 +376,7 @@ def test_cuda_deterministic_gives_the_same_bits():
 
 # The decoding kernel on the GPU (torch.ops.fa2.varlen_decode, step07_benchmark/kernels/sm80/decode.cuh):
 # sequences of 1 to 16 queries (and an empty one) against caches of 0 to a few thousand keys, packed
-# or paged, in one launch (two with parts). Rows past the last sequence are the caller's.
+# or paged, in one launch (two with parts). Rows past the last sequence get out 0 and lse +inf.
 DECODE_QUERIES = [1, 16, 3, 0, 5, 1, 7]
 DECODE_CACHE = [2000, 300, 0, 50, 3, 1, 4097]
 
@@ -419,12 +419,106 @@ def test_cuda_decoding_kernel_matches_float64(dtype_name, dim, heads, kv_heads, 
                                                seqused, table.cuda(), max(queries), max(used), None, window[0],
                                                window[1], num_splits)
     out_ref, lse_ref, _ = reference(query, key, value, torch.zeros_like(query), cu_q, cu_k, window, used=used)
-    out, lse, out_ref, lse_ref = out.cpu()[:owned], lse.cpu()[:, :owned], out_ref[:owned], lse_ref[:, :owned]
+    out, lse = out.cpu(), lse.cpu()
+    assert out[owned:].abs().max().item() == 0 and torch.isinf(lse[:, owned:]).all(), \
+        "rows of no sequence get out 0 and lse +inf"
+    out, lse, out_ref, lse_ref = out[:owned], lse[:, :owned], out_ref[:owned], lse_ref[:, :owned]
     assert_forward_close("decoding out vs float64", out, out_ref, dtype_name)
     no_key = torch.isinf(lse_ref)
     assert torch.equal(torch.isinf(lse), no_key), "lse is +inf exactly where a query sees no key"
     torch.testing.assert_close(lse[~no_key].to(torch.float64), lse_ref[~no_key], atol=1e-3, rtol=1e-3)
     assert out[no_key.any(dim=0)].abs().max().item() == 0, "a query that sees no key must give 0"
+
+
+def decoding_batch(page_size, dtype=torch.bfloat16, heads=8, kv_heads=2, dim=64, seed=5):
+    """DECODE_QUERIES against DECODE_CACHE on CUDA, packed or in shuffled pages: varlen_attn's
+    arguments (query, key, value, cu_seq_q, cu_seq_k, max_q, max_k) and its keywords."""
+    generator = torch.Generator().manual_seed(seed)
+    queries, used = DECODE_QUERIES, DECODE_CACHE
+    query = torch.randn(sum(queries) + 2, heads, dim, generator=generator).to(dtype).cuda()
+    cu_q = torch.tensor([0] + list(accumulate(queries)), dtype=torch.int32, device="cuda")
+    seqused = torch.tensor(used, dtype=torch.int32, device="cuda")
+    if page_size == 0:
+        cu_k = torch.tensor([0] + list(accumulate(u + 3 for u in used)), dtype=torch.int32, device="cuda")
+        key = torch.randn(int(cu_k[-1]), kv_heads, dim, generator=generator).to(dtype).cuda()
+        value = torch.randn(int(cu_k[-1]), kv_heads, dim, generator=generator).to(dtype).cuda()
+        return (query, key, value, cu_q, cu_k, max(queries), max(used) + 3), dict(seqused_k=seqused)
+    pages_per_seq = max(math.ceil(u / page_size) for u in used)
+    n_pages = len(used) * pages_per_seq + 1
+    table = torch.randperm(n_pages, generator=generator)[:len(used) * pages_per_seq]
+    cache = [torch.randn(n_pages, page_size, kv_heads, dim, generator=generator).to(dtype).cuda() for _ in range(2)]
+    return ((query, *cache, cu_q, None, max(queries), max(used)),
+            dict(seqused_k=seqused, block_table=table.reshape(len(used), pages_per_seq).to(torch.int32).cuda()))
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("page_size", [0, 16])
+@pytest.mark.parametrize("window", [(-1, 0), (30, 0)], ids=["causal", "w30"])
+def test_cuda_unchecked_decoding_gives_the_checked_bits(page_size, window):
+    # check_invariants=False copies nothing to the host and calls the decoding kernel itself, with
+    # max_q and max_k as given: the same bits as the checked call, rows of no sequence included.
+    args, kwargs = decoding_batch(page_size)
+    aux = fa2_attention.AuxRequest(lse=True)
+    with torch.no_grad():
+        checked = fa2_attention.varlen_attn(*args, **kwargs, window_size=window, enable_gqa=True, kernel="fast",
+                                            return_aux=aux)
+        unchecked = fa2_attention.varlen_attn(*args, **kwargs, window_size=window, enable_gqa=True, kernel="fast",
+                                              return_aux=aux, check_invariants=False)
+    for a, b in zip(checked, unchecked):
+        assert torch.equal(a, b)
+    owned = sum(DECODE_QUERIES)
+    assert unchecked[0][owned:].abs().max().item() == 0 and torch.isinf(unchecked[1][:, owned:]).all()
+
+
+@pytest.mark.cuda
+def test_cuda_unchecked_decoding_compiles_without_a_graph_break():
+    args, kwargs = decoding_batch(0)
+    eager = fa2_attention.varlen_attn(*args, **kwargs, enable_gqa=True, kernel="fast", check_invariants=False)
+    compiled = torch.compile(fa2_attention.varlen_attn, fullgraph=True)
+    with torch.no_grad():
+        out = compiled(*args, **kwargs, enable_gqa=True, kernel="fast", check_invariants=False)
+    assert torch.equal(out, eager)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("page_size", [0, 16])
+def test_cuda_unchecked_decoding_with_broken_indices_stays_in_bounds(page_size):
+    # Index values that break every rule, trusted with check_invariants=False: wrong numbers, but no
+    # access outside the tensors (compute-sanitizer's memcheck runs this file's decoding cases) and
+    # no error on the stream.
+    args, kwargs = decoding_batch(page_size)
+    query, key, value, cu_q, cu_k, max_q, max_k = args
+    broken = torch.tensor([5, -40, 2**30, 3, 3, -(2**31), 2**31 - 1, 9], dtype=torch.int32, device="cuda")
+    kwargs["seqused_k"] = torch.tensor([2**30, -7, 5, 0, 1, 2**31 - 1, 64], dtype=torch.int32, device="cuda")
+    if page_size:
+        table = kwargs["block_table"]
+        kwargs["block_table"] = torch.randint(-2**31, 2**31 - 1, table.shape, dtype=torch.int32, device="cuda")
+    else:
+        cu_k = broken.flip(0).contiguous()
+    with torch.no_grad():
+        for max_q_given, max_k_given in [(max_q, max_k), (16, 2**29)]:
+            out = fa2_attention.varlen_attn(query, key, value, broken, cu_k, max_q_given, max_k_given, **kwargs,
+                                            enable_gqa=True, kernel="fast", check_invariants=False)
+            torch.cuda.synchronize()
+            assert out.shape == query.shape
+    # Checked, the same values are refused.
+    with pytest.raises(RuntimeError, match="cu_seq_q must start at 0"):
+        fa2_attention.varlen_attn(query, key, value, broken, cu_k, max_q, max_k, **kwargs, enable_gqa=True,
+                                  kernel="fast")
+
+
+def test_unchecked_calls_that_need_the_values_still_check_them():
+    # check_invariants=False trusts the values only where the decoding kernel runs: the CPU path
+    # (like the packed and dense ones) reads them anyway and refuses bad ones; the value-free checks
+    # always run.
+    query = torch.randn(4, 2, 16)
+    cu = torch.tensor([0, 3, 1], dtype=torch.int32)
+    with pytest.raises(RuntimeError, match="cu_seq_q decreases at entry 2"):
+        fa2_attention.varlen_attn(query, query, query, cu, cu, 4, 4, check_invariants=False)
+    with pytest.raises(RuntimeError, match="max_q and max_k must not be negative"):
+        fa2_attention.varlen_attn(query, query, query, cu, cu, -1, 4, check_invariants=False)
+    with pytest.raises(RuntimeError, match="cu_seq_k must be int32"):
+        fa2_attention.varlen_attn(query, query, query, cu, cu.long(), 4, 4, check_invariants=False)
 
 
 @pytest.mark.cuda

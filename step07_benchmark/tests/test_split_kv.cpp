@@ -196,4 +196,75 @@ TEST_SUITE("variants") {
     }
     CHECK(cases == 400 * 7 * 3);
   }
+
+  TEST_CASE("the decoding kernel's sequences stay inside the tensors whatever the index arrays hold") {
+    // Random index arrays, half of them keeping the rules (decode_sequence must return them as
+    // they are) and half not (negative, decreasing, past the tensors, past max_q and max_k):
+    // every query and key row the kernel would touch lies inside q and k, or inside the pages a
+    // block_table row can name.
+    std::mt19937 rng(11);
+    int kept = 0, broken = 0;
+    for (int trial = 0; trial < 4000; ++trial) {
+      const bool keep = trial % 2 == 0, paged = trial % 4 >= 2;
+      const int batch = std::uniform_int_distribution<int>(1, 6)(rng);
+      const int total_q = std::uniform_int_distribution<int>(0, 40)(rng);
+      const int total_k = std::uniform_int_distribution<int>(0, 300)(rng);
+      const int max_q = std::uniform_int_distribution<int>(0, 16)(rng);
+      const int max_k = std::uniform_int_distribution<int>(0, 400)(rng);
+      const long long paged_keys = paged ? std::uniform_int_distribution<int>(0, 256)(rng) : 0;
+      std::vector<std::int32_t> cu_q(static_cast<std::size_t>(batch) + 1), cu_k(cu_q.size()),
+          used(static_cast<std::size_t>(batch));
+      auto any = std::uniform_int_distribution<std::int32_t>(-1000, 1000);
+      if (keep) {  // sorted cuts of the rows, lengths within max_q / max_k, seqused_k within its sequence
+        for (int b = 0; b < batch; ++b) {
+          const int room_q = total_q - cu_q[static_cast<std::size_t>(b)];
+          const int room_k = total_k - cu_k[static_cast<std::size_t>(b)];
+          cu_q[static_cast<std::size_t>(b) + 1] =
+              cu_q[static_cast<std::size_t>(b)] + std::uniform_int_distribution<int>(0, std::min(room_q, max_q))(rng);
+          const int keys_max = std::min(room_k, paged ? static_cast<int>(paged_keys) : max_k);
+          cu_k[static_cast<std::size_t>(b) + 1] =
+              cu_k[static_cast<std::size_t>(b)] + std::uniform_int_distribution<int>(0, std::min(keys_max, max_k))(rng);
+          used[static_cast<std::size_t>(b)] = std::uniform_int_distribution<int>(
+              0, cu_k[static_cast<std::size_t>(b) + 1] - cu_k[static_cast<std::size_t>(b)])(rng);
+        }
+      } else {
+        for (auto* values : {&cu_q, &cu_k, &used})
+          for (std::int32_t& x : *values) x = trial % 8 == 1 ? any(rng) * 1000000 : any(rng);
+      }
+      const bool with_used = paged || trial % 3 == 0;
+      for (int b = 0; b < batch; ++b) {
+        const fa2::flash::DecodeSequence s =
+            fa2::flash::decode_sequence(cu_q.data(), paged ? nullptr : cu_k.data(), with_used ? used.data() : nullptr,
+                                        b, total_q, total_k, max_q, max_k, paged_keys);
+        const auto i = static_cast<std::size_t>(b);
+        CHECK(s.q_begin >= 0);
+        CHECK(s.n_q >= 0);
+        CHECK(s.n_q <= max_q);
+        CHECK(s.q_begin + s.n_q <= total_q);
+        CHECK(s.n_k >= 0);
+        CHECK(s.n_k <= max_k);
+        if (paged) {
+          CHECK(s.n_k <= paged_keys);
+        } else {
+          CHECK(s.key_row0 >= 0);
+          CHECK(s.key_row0 + s.n_k <= total_k);
+        }
+        if (keep) {
+          CHECK(s.q_begin == cu_q[i]);
+          CHECK(s.n_q == cu_q[i + 1] - cu_q[i]);
+          const int n_k = with_used ? used[i] : cu_k[i + 1] - cu_k[i];
+          CHECK(s.n_k == n_k);
+          if (!paged) CHECK(s.key_row0 == cu_k[i]);
+        }
+      }
+      ++(keep ? kept : broken);
+    }
+    CHECK(kept == 2000);
+    CHECK(broken == 2000);
+    // Page numbers outside the cache read a page of it.
+    CHECK(fa2::flash::decode_page(-5, 10) == 0);
+    CHECK(fa2::flash::decode_page(3, 10) == 3);
+    CHECK(fa2::flash::decode_page(10, 10) == 9);
+    CHECK(fa2::flash::decode_page(2147483647, 10) == 9);
+  }
 }

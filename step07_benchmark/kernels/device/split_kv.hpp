@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "common/host_device.hpp"
 #include "common/numeric.hpp"
@@ -144,6 +145,47 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr TileRange split_tiles(int n_tiles, in
 FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int warp_tile_count(TileRange part, int warp, int warps) {
   const int n = part.end - part.begin;
   return n > warp ? (n - warp + warps - 1) / warps : 0;
+}
+
+// ---- where a decoding block's sequence lies --------------------------------------------------
+// Sequence b's rows as the decoding kernel reads them from the index arrays, bounded so that no
+// value of them can move a read or a write out of the tensors: its queries q_begin .. q_begin +
+// n_q - 1 within the T_q rows of q (at most max_q of them), its keys key_row0 + 0 .. n_k - 1 within
+// the T_k rows of the packed k (at most max_k), or for a paged cache (cu_seq_k null) the first n_k
+// of the pages its block_table row names (at most pages_per_sequence * page_size keys; the kernel
+// bounds each page number too, decode_page). Values that keep the rules (from 0, never decreasing,
+// within the tensors and max_q, max_k, seqused_k within its sequence) come back as they are; others
+// give wrong numbers, never an access out of bounds.
+struct DecodeSequence {
+  int q_begin = 0, n_q = 0, key_row0 = 0, n_k = 0;
+};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int clamp_to(long long x, long long lo, long long hi) {
+  return static_cast<int>(x < lo ? lo : (x > hi ? hi : x));
+}
+FA2_HOST_DEVICE FA2_FORCE_INLINE DecodeSequence decode_sequence(const std::int32_t* cu_seq_q,
+                                                                const std::int32_t* cu_seq_k,
+                                                                const std::int32_t* seqused_k, int b, int total_q,
+                                                                int total_k, int max_q, int max_k,
+                                                                long long paged_keys) {
+  DecodeSequence s;
+  s.q_begin = clamp_to(cu_seq_q[b], 0, total_q);
+  s.n_q = clamp_to(static_cast<long long>(cu_seq_q[b + 1]) - s.q_begin, 0,
+                   total_q - s.q_begin < max_q ? total_q - s.q_begin : max_q);
+  long long keys = 0;
+  if (cu_seq_k != nullptr) {
+    s.key_row0 = clamp_to(cu_seq_k[b], 0, total_k);
+    keys = clamp_to(static_cast<long long>(cu_seq_k[b + 1]) - s.key_row0, 0, total_k - s.key_row0);
+  } else {
+    keys = paged_keys;
+  }
+  if (seqused_k != nullptr) keys = clamp_to(seqused_k[b], 0, keys);
+  s.n_k = clamp_to(keys, 0, max_k);
+  return s;
+}
+// Page `page` of a paged cache of `pages` pages, as the kernel reads it: a number outside the cache
+// reads its last page instead (wrong numbers, never an access out of bounds).
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int decode_page(std::int32_t page, int pages) {
+  return clamp_to(page, 0, pages - 1);
 }
 
 }  // namespace fa2::flash

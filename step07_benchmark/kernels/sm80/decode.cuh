@@ -83,7 +83,10 @@ struct DecodeParams {
   index_t block_table_stride;
   int page_size;  // 0: packed keys
   int batch, heads, kv_heads, kv_group, total_q;
-  int row_chunks;  // blocks of 16 rows per (sequence, kv head): cdiv(kv_group * max_q, 16)
+  int total_k;           // rows of K and V: packed keys, or pages * page_size
+  int max_q, max_k;      // the bounds the grid and the parts were planned for
+  long long paged_keys;  // a paged cache: the keys a row of block_table can name
+  int row_chunks;        // blocks of 16 rows per (sequence, kv head): cdiv(kv_group * max_q, 16)
   int splits;
   int window_left, window_right;  // bottom-right; -1: no bound
   float scale_log2;
@@ -118,11 +121,12 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
   item /= p.row_chunks;
   const int kv_head = item % p.kv_heads, b = item / p.kv_heads;
   const int split = static_cast<int>(blockIdx.y);
-  const int q_begin = p.cu_seq_q[b], n_q = p.cu_seq_q[b + 1] - q_begin;
+  // The sequence's rows, bounded by the tensors whatever the index arrays hold (split_kv.hpp).
+  const DecodeSequence seq =
+      decode_sequence(p.cu_seq_q, p.cu_seq_k, p.seqused_k, b, p.total_q, p.total_k, p.max_q, p.max_k, p.paged_keys);
+  const int q_begin = seq.q_begin, n_q = seq.n_q, key_row0 = seq.key_row0, n_k = seq.n_k;
   const int g = p.kv_group, rows = n_q * g, row0 = chunk * Cfg::BLOCK_M;
   if (row0 >= rows) return;  // a sequence shorter than max_q: the whole block has nothing to do
-  const int key_row0 = p.cu_seq_k != nullptr ? p.cu_seq_k[b] : 0;
-  const int n_k = p.seqused_k != nullptr ? p.seqused_k[b] : p.cu_seq_k[b + 1] - key_row0;
 
   // Row r of the block is (query i, query head kv_head * g + h) with row0 + r = i * g + h: its
   // queries are i_first .. i_last, and split_kv.hpp's decode_block_keys says which keys they read.
@@ -154,8 +158,9 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS) decode_kernel(const DecodePa
     const int key = k_first + (part.begin + warp + j * NW) * BN + lane % BN;
     if (key > k_last) return -1;
     if (p.page_size > 0) {
-      return static_cast<index_t>(p.block_table[b * p.block_table_stride + key / p.page_size]) * p.page_size +
-             key % p.page_size;
+      const int page =
+          decode_page(p.block_table[b * p.block_table_stride + key / p.page_size], p.total_k / p.page_size);
+      return static_cast<index_t>(page) * p.page_size + key % p.page_size;
     }
     return static_cast<index_t>(key_row0) + key;
   };

@@ -78,6 +78,10 @@ DecodeParams make_decode_params(const VarlenPlan& plan) {
   p.kv_heads = static_cast<int>(a.k_shape[1]);
   p.kv_group = p.heads / p.kv_heads;
   p.total_q = static_cast<int>(a.q_shape[0]);
+  p.total_k = static_cast<int>(a.k_shape[0]);
+  p.max_q = static_cast<int>(a.max_q), p.max_k = static_cast<int>(a.max_k);
+  // A cache without a whole page has no key to read.
+  p.paged_keys = a.page_size > 0 && a.k_shape[0] >= a.page_size ? a.block_table_stride * a.page_size : 0;
   p.row_chunks = static_cast<int>(cdiv<index_t>(static_cast<index_t>(p.kv_group) * a.max_q, Cfg::BLOCK_M));
   p.splits = plan.splits;
   // A bound past every key is no bound: clamp so that the kernel's int arithmetic cannot overflow.
