@@ -20,6 +20,8 @@ Decoding (--mode decode): one query per sequence against a cache, H 32/8, D 128,
 (B, cache) points of --points; the forward of
   varlen        fa2_attention.varlen_attn(kernel="fast") with the cache packed (seqused_k = cache)
   paged-P       the same cache in pages of P keys (block_table), for each page size of --page-sizes
+  varlen-unchecked, paged-P-unchecked   the same calls with check_invariants=False (no copy of the
+                index values to the host, so no wait for the GPU)
   decode, decode-paged-P   the decoding kernel's operator (torch.ops.fa2.varlen_decode) on the same
                 packed and paged caches, its parts chosen by its plan
   sdpa          F.scaled_dot_product_attention(q, k, v, enable_gqa=True), (B, H, 1, D) against
@@ -172,6 +174,9 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
     variants = {
         "varlen": (lambda: fa2_attention.varlen_attn(q, k, v, cu_q, cu_k, 1, cache, window_size=(-1, 0),
                                                      enable_gqa=True, kernel="fast"), [()]),
+        "varlen-unchecked": (lambda: fa2_attention.varlen_attn(q, k, v, cu_q, cu_k, 1, cache, window_size=(-1, 0),
+                                                               enable_gqa=True, kernel="fast", check_invariants=False),
+                             [()]),
     }
     # The decoding kernel itself (fa2::varlen_decode): one launch over the batch, two with split-KV.
     ops = torch.ops.fa2
@@ -197,6 +202,11 @@ def decode_variants(batch, cache, heads, kv_heads, dim, page_sizes, found, gener
             (lambda pk, pv, tb: lambda: fa2_attention.varlen_attn(q, pk, pv, cu_q, None, 1, cache, window_size=(-1, 0),
                                                                   enable_gqa=True, seqused_k=used, block_table=tb,
                                                                   kernel="fast"))(pool_k, pool_v, table), [()])
+        variants[f"paged-{page_size}-unchecked"] = (
+            (lambda pk, pv, tb: lambda: fa2_attention.varlen_attn(q, pk, pv, cu_q, None, 1, cache, window_size=(-1, 0),
+                                                                  enable_gqa=True, seqused_k=used, block_table=tb,
+                                                                  kernel="fast", check_invariants=False))(
+                pool_k, pool_v, table), [()])
         variants[f"decode-paged-{page_size}"] = (
             (lambda pk, pv, tb: lambda: ops.varlen_decode(q, pk, pv, cu_q, None, used, tb, 1, cache, None, -1, 0, 0)[0])(
                 pool_k, pool_v, table), [()])
