@@ -56,7 +56,8 @@
 #                                          (OUT/ncu_decode.txt; NCU=0: no ncu) and
 #                                          python/benchmarks/varlen.py --mode decode (DECODE_ARGS);
 #                                          varlen.py --mode train (TRAIN_ARGS); memcheck, racecheck and
-#                                          synccheck on the decoding kernel's float16 case, memcheck
+#                                          synccheck on the decoding kernel's float16 case, memcheck on
+#                                          its index arrays of broken values, memcheck
 #                                          and synccheck on the packed forward's case and on the packed
 #                                          backward's shorter case, and memcheck over test_varlen.py's
 #                                          CUDA decoding, paged and packed cases (each tensor its own
@@ -397,6 +398,7 @@ phase_decode() {
     for tool in memcheck racecheck synccheck; do
       sanitize "decode_$tool" "$tool" 300 "$bin" "-tc=*float16*"
     done
+    sanitize decode_bounds_memcheck memcheck 300 "$bin" "-tc=*whatever the index arrays hold*"
     for tool in memcheck synccheck; do
       sanitize "packed_$tool" "$tool" 300 "$bin" "-tc=*packed forward*"
       sanitize "packed_backward_$tool" "$tool" 300 "$bin" "-tc=*packed backward in float16*"

@@ -351,6 +351,70 @@ TEST_SUITE("variants") {
     }
   }
 
+  // The plan reads no value of the index arrays (a caller that checks none avoids a copy to the
+  // host): the kernel bounds each sequence by the tensors (split_kv.hpp's decode_sequence and
+  // decode_page). Index arrays of random values, most breaking the rules, packed and paged, one part
+  // and many: the words before and after out, lse and the parts' workspace stay as they were, and
+  // no launch fails (compute-sanitizer's memcheck runs this case for the reads).
+  TEST_CASE("GPU: the decoding kernel stays inside its tensors whatever the index arrays hold") {
+    FA2_SKIP_WITHOUT_GPU();
+    std::mt19937 rng(31);
+    constexpr int D = 64, H = 8, H_kv = 2, T_q = 20, key_rows = 480, batch = 6, page_size = 16;
+    constexpr std::size_t guard = 4096;  // elements (floats) each side
+    const std::size_t q_elems = std::size_t{T_q} * H * D, kv_elems = std::size_t{key_rows} * H_kv * D;
+    DeviceBuffer<fa2::bf16> q(q_elems), k(kv_elems), v(kv_elems), out(q_elems + 2 * guard);
+    q.fill_bytes(0x3c), k.fill_bytes(0x3c), v.fill_bytes(0x3c);
+    DeviceBuffer<float> lse(std::size_t{H} * T_q + 2 * guard);
+    auto values = std::uniform_int_distribution<std::int32_t>(-600, 600);
+    for (int trial = 0; trial < 24; ++trial) {
+      const bool paged = trial % 2 == 1;
+      std::vector<std::int32_t> cu_q(batch + 1), cu_k(batch + 1), used(batch), table(std::size_t{batch} * 8);
+      for (auto* array : {&cu_q, &cu_k, &used, &table}) {
+        for (std::int32_t& x : *array) x = trial % 3 == 0 ? values(rng) * 3000000 : values(rng);
+      }
+      DeviceBuffer<std::int32_t> d_cu_q(cu_q.size()), d_cu_k(cu_k.size()), d_used(used.size()), d_table(table.size());
+      d_cu_q.upload(cu_q), d_cu_k.upload(cu_k), d_used.upload(used), d_table.upload(table);
+      out.fill_bytes(0xFF), lse.fill_bytes(0xFF);
+      fa2::FlashVarlenArgs a;
+      a.dtype = fa2::DType::bfloat16;
+      a.q = q.data(), a.q_shape = {T_q, H, D}, a.q_strides = {H * D, D, 1};
+      a.k = k.data(), a.v = v.data(), a.k_shape = {key_rows, H_kv, D}, a.k_strides = {H_kv * D, D, 1};
+      a.v_shape = a.k_shape, a.v_strides = a.k_strides;
+      a.o = out.data() + guard, a.o_shape = a.q_shape, a.o_strides = a.q_strides;
+      a.l = lse.data() + guard, a.l_shape = {H, T_q}, a.l_strides = {T_q, 1};
+      a.batch = batch, a.cu_seq_q = d_cu_q.data();
+      a.max_q = 1 + trial % 16, a.max_k = trial % 4 == 0 ? 1 << 29 : 300;
+      if (paged) {
+        a.block_table = d_table.data(), a.block_table_stride = 8, a.page_size = page_size;
+        a.seqused_k = d_used.data();
+      } else {
+        a.cu_seq_k = d_cu_k.data();
+        if (trial % 4 == 2) a.seqused_k = d_used.data();
+      }
+      a.window = trial % 5 == 0 ? fa2::Window{7, 0} : fa2::Window{-1, 0};
+      a.num_splits = trial % 3 == 1 ? 5 : 0;
+      fa2::flash::VarlenPlan plan = fa2::flash::plan_varlen_forward(a);
+      REQUIRE_MESSAGE(plan.runs(), plan.refused);
+      DeviceBuffer<float> partial(static_cast<std::size_t>(plan.partial_floats) + 2 * guard);
+      partial.fill_bytes(0xFF);
+      if (plan.partial_floats > 0) plan.args.partial = partial.data() + guard;
+      fa2::flash::run(plan);
+      FA2_CUDA_CHECK(cudaDeviceSynchronize());
+      INFO("trial ", trial, paged ? ", paged" : ", packed", ", ", plan.splits, " parts");
+      const auto untouched = [&](const auto& words, std::size_t inside) {
+        const auto host = words.download();
+        int changed = 0;
+        for (std::size_t i = 0; i < guard; ++i) {
+          changed += !std::isnan(float(host[i])) + !std::isnan(float(host[guard + inside + i]));
+        }
+        return changed;
+      };
+      CHECK(untouched(out, q_elems) == 0);
+      CHECK(untouched(lse, std::size_t{H} * T_q) == 0);
+      CHECK(untouched(partial, static_cast<std::size_t>(plan.partial_floats)) == 0);
+    }
+  }
+
   TEST_CASE("the decoding plan refuses bad arguments, naming them (no GPU needed)") {
     fa2::FlashVarlenArgs a = well_formed_args();
     const auto refused = [](fa2::FlashVarlenArgs bad) { return fa2::flash::plan_varlen_forward(bad).refused; };
