@@ -35,14 +35,20 @@ template <class Cfg>
 int decode_splits(const FlashVarlenArgs& args, const DeviceInfo& device) {
   if (args.num_splits > 0) return args.num_splits;
   opt_in_decode<Cfg>(device);
-  int resident = 1;
-  FA2_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, decode_kernel<Cfg>, Cfg::NUM_THREADS, Cfg::smem_bytes));
+  // Resident blocks per SM, asked of the runtime once per device (a decoding loop plans every step).
+  static std::atomic<int> asked[64] = {};
+  int resident = device.ordinal < 64 ? asked[device.ordinal].load(std::memory_order_relaxed) : 0;
+  if (resident == 0) {
+    FA2_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, decode_kernel<Cfg>, Cfg::NUM_THREADS,
+                                                                 Cfg::smem_bytes));
+    resident = std::max(resident, 1);
+    if (device.ordinal < 64) asked[device.ordinal].store(resident, std::memory_order_relaxed);
+  }
   const index_t group = args.q_shape[1] / args.k_shape[1];
   const long long items =
       args.batch * args.k_shape[1] * cdiv<index_t>(group * std::max<index_t>(args.max_q, 1), Cfg::BLOCK_M);
   const int key_parts = static_cast<int>(std::min<index_t>(cdiv<index_t>(args.max_k, kMinKeysPerPart), 1 << 20));
-  return split_kv_count(items, key_parts, device.sm_count * std::max(resident, 1), 1);
+  return split_kv_count(items, key_parts, device.sm_count * resident, 1);
 }
 
 // The parts' workspace, in floats: (splits, T_q, H, D) partial O and (splits, H, T_q) partial L
