@@ -495,8 +495,10 @@ def test_cuda_unchecked_decoding_with_broken_indices_stays_in_bounds(page_size):
         kwargs["block_table"] = torch.randint(-2**31, 2**31 - 1, table.shape, dtype=torch.int32, device="cuda")
     else:
         cu_k = broken.flip(0).contiguous()
+    # max_k as large as the plan takes: 2^29 keys packed, what a block_table row holds paged.
+    widest = kwargs["block_table"].shape[1] * page_size if page_size else 2**29
     with torch.no_grad():
-        for max_q_given, max_k_given in [(max_q, max_k), (16, 2**29)]:
+        for max_q_given, max_k_given in [(max_q, max_k), (16, widest)]:
             out = fa2_attention.varlen_attn(query, key, value, broken, cu_k, max_q_given, max_k_given, **kwargs,
                                             enable_gqa=True, kernel="fast", check_invariants=False)
             torch.cuda.synchronize()

@@ -383,7 +383,8 @@ TEST_SUITE("variants") {
       a.o = out.data() + guard, a.o_shape = a.q_shape, a.o_strides = a.q_strides;
       a.l = lse.data() + guard, a.l_shape = {H, T_q}, a.l_strides = {T_q, 1};
       a.batch = batch, a.cu_seq_q = d_cu_q.data();
-      a.max_q = 1 + trial % 16, a.max_k = trial % 4 == 0 ? 1 << 29 : 300;
+      // max_k as large as the plan takes: 2^29 keys packed, what a block_table row holds paged.
+      a.max_q = 1 + trial % 16, a.max_k = paged ? 8 * page_size : (trial % 4 == 0 ? 1 << 29 : 300);
       if (paged) {
         a.block_table = d_table.data(), a.block_table_stride = 8, a.page_size = page_size;
         a.seqused_k = d_used.data();
