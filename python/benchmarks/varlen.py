@@ -7,6 +7,7 @@ Training (--mode train): one packed batch of sequences of the given lengths (def
 4096 x 4, 2048 x 6, 2304, 1536, 256: 65,536 tokens), H 32 query and 8 kv heads, D 128, causal,
 bf16; the forward and forward+backward of
   varlen        fa2_attention.varlen_attn(kernel="fast") on the packed tensors
+  varlen-det    the same with deterministic=True (forward+backward only)
   dense-each    fa2_attention.flash_attention on each sequence's own contiguous tensor, one after
                 another (the sum of our dense times for each sequence alone)
   dense-padded  fa2_attention.flash_attention on one (B, H, longest, D) batch, every sequence padded
@@ -132,6 +133,14 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
             torch.autograd.grad(call(*leaves), leaves, dout)
 
         both[name] = (fwd_bwd, [(q, k, v, dout)])
+
+    def ours_deterministic(q, k, v, dout):
+        leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
+        out = fa2_attention.varlen_attn(*leaves, cu, cu, max_len, max_len, window_size=(-1, 0), enable_gqa=True,
+                                        kernel="fast", deterministic=True)
+        torch.autograd.grad(out, leaves, dout)
+
+    both["varlen-det"] = (ours_deterministic, [(q, k, v, dout)])
     forward["dense-each"] = (lambda parts: dense_each(parts), [(each,)])
 
     def dense_each_both(parts):
