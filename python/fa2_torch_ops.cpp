@@ -457,12 +457,22 @@ std::tuple<at::Tensor, at::Tensor> varlen_decode_cuda(
   TORCH_CHECK(q.scalar_type() == at::kBFloat16 || q.scalar_type() == at::kHalf, kVarlenDecode,
               ": the decoding kernel takes bfloat16 or float16, got ", dtype_name(q));
   set_tensors(a, qv, kv, vv, out, lse);
+  // The index tensors' sizes (their values are the caller's to check): the kernel reads batch + 1
+  // offsets and batch lengths and table rows.
+  TORCH_CHECK(cu_seq_q.dim() == 1 && cu_seq_q.numel() >= 1, kVarlenDecode,
+              ": cu_seq_q must be 1-D with batch + 1 entries, got shape ", cu_seq_q.sizes());
   a.batch = cu_seq_q.numel() - 1;
+  TORCH_CHECK(paged || (cu_seq_k && cu_seq_k->dim() == 1 && cu_seq_k->numel() == a.batch + 1), kVarlenDecode,
+              ": cu_seq_k must be 1-D with cu_seq_q's ", a.batch + 1, " entries");
+  TORCH_CHECK(!seqused_k || (seqused_k->dim() == 1 && seqused_k->numel() == a.batch), kVarlenDecode,
+              ": seqused_k must be 1-D with one entry per sequence (", a.batch, ")");
   a.cu_seq_q = int32_data("cu_seq_q", cu_seq_q, q);
   a.cu_seq_k = paged ? nullptr : int32_data("cu_seq_k", cu_seq_k, q);
   a.seqused_k = int32_data("seqused_k", seqused_k, q);
   if (paged) {
-    TORCH_CHECK(block_table->dim() == 2, kVarlenDecode, ": block_table must be 2-D (batch, pages per sequence)");
+    TORCH_CHECK(block_table->dim() == 2 && block_table->size(0) == a.batch, kVarlenDecode,
+                ": block_table must be 2-D (batch, pages per sequence) with one row per sequence (", a.batch,
+                "), got shape ", block_table->sizes());
     a.block_table = int32_data("block_table", block_table, q);
     a.block_table_stride = block_table->size(1);
     a.page_size = page_size;

@@ -533,3 +533,12 @@ def test_cuda_decoding_kernel_refuses_what_it_cannot_run():
         torch.ops.fa2.varlen_decode(q.float(), q.float(), q.float(), cu, cu, None, None, 1, 1, None, -1, 0, 0)
     with pytest.raises(RuntimeError, match="num_splits"):
         torch.ops.fa2.varlen_decode(q[..., :32], q[..., :32], q[..., :32], cu, cu, None, None, 1, 1, None, -1, 0, -1)
+    # The index tensors' sizes, which the kernel's reads depend on (their values it bounds itself).
+    q32 = q[..., :32]
+    with pytest.raises(RuntimeError, match="cu_seq_k must be 1-D with cu_seq_q's 3 entries"):
+        torch.ops.fa2.varlen_decode(q32, q32, q32, cu, cu[:2], None, None, 1, 1, None, -1, 0, 0)
+    with pytest.raises(RuntimeError, match="seqused_k must be 1-D with one entry per sequence"):
+        torch.ops.fa2.varlen_decode(q32, q32, q32, cu, cu, cu, None, 1, 1, None, -1, 0, 0)
+    pages = q32.reshape(2, 1, 4, 32)
+    with pytest.raises(RuntimeError, match="block_table must be 2-D .* with one row per sequence"):
+        torch.ops.fa2.varlen_decode(q32, pages, pages, cu, None, cu[:2], cu[:2].reshape(1, 2), 1, 1, None, -1, 0, 0)
