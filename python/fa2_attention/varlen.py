@@ -508,6 +508,7 @@ def varlen_attn(query, key, value, cu_seq_q, cu_seq_k, max_q, max_k, *, return_a
     if scale is not None:
         scale = float(scale)
     if not check_invariants:
+        max_q, max_k = int(max_q), int(max_k)
         _check_index_tensors(query, cu_seq_q, cu_seq_k, max_q, max_k, seqused_k, block_table)
         if _decodes_unchecked(query, key, value, max_q, kernel):
             out, lse = _decode(query, key, value, max_q, max_k, cu_seq_q, cu_seq_k, seqused_k, block_table, scale,
