@@ -430,9 +430,10 @@ def test_cuda_decoding_kernel_matches_float64(dtype_name, dim, heads, kv_heads, 
     assert out[no_key.any(dim=0)].abs().max().item() == 0, "a query that sees no key must give 0"
 
 
-def decoding_batch(page_size, dtype=torch.bfloat16, heads=8, kv_heads=2, dim=64, seed=5):
+def decoding_batch(page_size, dtype_name="bfloat16", heads=8, kv_heads=2, dim=64, seed=5):
     """DECODE_QUERIES against DECODE_CACHE on CUDA, packed or in shuffled pages: varlen_attn's
     arguments (query, key, value, cu_seq_q, cu_seq_k, max_q, max_k) and its keywords."""
+    dtype = dtype_of(dtype_name)
     generator = torch.Generator().manual_seed(seed)
     queries, used = DECODE_QUERIES, DECODE_CACHE
     query = torch.randn(sum(queries) + 2, heads, dim, generator=generator).to(dtype).cuda()
