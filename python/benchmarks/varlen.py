@@ -95,9 +95,9 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
             batch_t[i, :, :lengths[i]] = t[starts[i]:starts[i + 1]].transpose(0, 1)
         padded.append(batch_t)
 
-    def ours(q, k, v):
+    def ours(q, k, v, deterministic=False):
         return fa2_attention.varlen_attn(q, k, v, cu, cu, max_len, max_len, window_size=(-1, 0), enable_gqa=True,
-                                         kernel="fast")
+                                         kernel="fast", deterministic=deterministic)
 
     def dense_each(parts):
         return [fa2_attention.flash_attention(pq, pk, pv, is_causal=True, kernel="fast") for pq, pk, pv, _ in parts]
@@ -124,23 +124,18 @@ def train_variants(lengths, heads, kv_heads, dim, found, generator):
 
         calls["fa4-varlen"] = fa4
 
-    forward, both = {}, {}
-    for name, call in calls.items():
-        forward[name] = ((lambda call: lambda q, k, v, dout: call(q, k, v))(call), [(q, k, v, dout)])
-
-        def fwd_bwd(q, k, v, dout, call=call):
+    def fwd_bwd_of(call):
+        def fwd_bwd(q, k, v, dout):
             leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
             torch.autograd.grad(call(*leaves), leaves, dout)
 
-        both[name] = (fwd_bwd, [(q, k, v, dout)])
+        return fwd_bwd
 
-    def ours_deterministic(q, k, v, dout):
-        leaves = tuple(t.detach().requires_grad_() for t in (q, k, v))
-        out = fa2_attention.varlen_attn(*leaves, cu, cu, max_len, max_len, window_size=(-1, 0), enable_gqa=True,
-                                        kernel="fast", deterministic=True)
-        torch.autograd.grad(out, leaves, dout)
-
-    both["varlen-det"] = (ours_deterministic, [(q, k, v, dout)])
+    forward, both = {}, {}
+    for name, call in calls.items():
+        forward[name] = ((lambda call: lambda q, k, v, dout: call(q, k, v))(call), [(q, k, v, dout)])
+        both[name] = (fwd_bwd_of(call), [(q, k, v, dout)])
+    both["varlen-det"] = (fwd_bwd_of(lambda q, k, v: ours(q, k, v, deterministic=True)), [(q, k, v, dout)])
     forward["dense-each"] = (lambda parts: dense_each(parts), [(each,)])
 
     def dense_each_both(parts):
