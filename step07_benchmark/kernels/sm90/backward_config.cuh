@@ -53,8 +53,9 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
-  // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill.
-  static constexpr int BLOCK_M = OPT.window && OPT.block_m == 128 ? 64 : OPT.block_m;
+  // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill. So
+  // does the causal twin of one with the producer: in its 240 registers the mask's tests spill.
+  static constexpr int BLOCK_M = (OPT.window || (CAUSAL_ && OPT.producer)) && OPT.block_m == 128 ? 64 : OPT.block_m;
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
   // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
@@ -81,8 +82,10 @@ struct HopperBwdConfig {
   // At head dim 64 the dQ writer spills in 24 registers (ptxas for sm_90a), and the computing
   // warpgroups need far fewer than 240: 32 and 232 there. The packed twins' producer and writer
   // read their sequence's rows and lengths too, and spill in 24 at head dim 128: 32 and 232 as well.
+  // 128-query steps hold S^T and dP^T twice as wide, and spill in 232: 240 with the producer's 32
+  // fill the register file exactly.
   static constexpr int PRODUCER_REGS = DQ_WRITER && (D == 64 || OPT.packed) ? 32 : 24;
-  static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) ? 232 : 240;
+  static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && BLOCK_M == 64 ? 232 : 240;
   static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
   static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
   // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:
@@ -102,6 +105,11 @@ struct HopperBwdConfig {
   // dS^T in two stages when a warpgroup may write the next step's while the other still reads
   // this one's: with the producer nothing else keeps the warpgroups within a step of each other.
   static constexpr int DS_STAGES = PRODUCER && DQ_NEEDS_BLOCK ? 2 : 1;
+  // Staging tiles of dQ's parts per warpgroup: two, so that a warpgroup stages a step's part while
+  // the TMA (or the dQ writer) still reads the last one's. With the dQ writer and 128-query steps
+  // only one fits beside two stages of 128-query dS^T: a warpgroup then waits, before it stages, for
+  // the writer to have read its previous part out.
+  static constexpr int DQ_STAGES = DQ_WRITER && BLOCK_M == 128 ? 1 : 2;
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom
   static constexpr std::size_t kv_elems = static_cast<std::size_t>(BLOCK_N) * D;
   static constexpr std::size_t q_elems = static_cast<std::size_t>(BLOCK_M) * D;
@@ -126,12 +134,13 @@ struct BwdLayout {
   static constexpr std::uint32_t ds_bytes = Cfg::ds_elems * 2, row_bytes = Cfg::BLOCK_M * 4;
   static constexpr std::uint32_t dq_bytes = Cfg::DQ_TMA ? Cfg::dq_part_bytes : 0;
   static constexpr std::uint32_t k = 0, v = kv_bytes, q = 2 * kv_bytes, dO = q + 2 * q_bytes, dS = dO + 2 * q_bytes,
-                                 dQ = dS + Cfg::DS_STAGES * ds_bytes, L = dQ + 2 * Cfg::WARPGROUPS * dq_bytes,
-                                 D = L + 2 * row_bytes, bars = D + 2 * row_bytes;
+                                 dQ = dS + Cfg::DS_STAGES * ds_bytes,
+                                 L = dQ + Cfg::DQ_STAGES * Cfg::WARPGROUPS * dq_bytes, D = L + 2 * row_bytes,
+                                 bars = D + 2 * row_bytes;
   static constexpr int kBarriers = Cfg::PRODUCER ? 5 : 0;  // kv_full, full[2], empty[2]
   static constexpr std::uint32_t steps = bars + kBarriers * 8;
   static constexpr std::uint32_t dq_places = (steps + 4 * 8 + 15) / 16 * 16;  // 16-byte stores
-  static constexpr std::uint32_t end = dq_places + (Cfg::DQ_WRITER ? 2 * Cfg::WARPGROUPS * 16 : 0);
+  static constexpr std::uint32_t end = dq_places + (Cfg::DQ_WRITER ? Cfg::DQ_STAGES * Cfg::WARPGROUPS * 16 : 0);
   static constexpr std::size_t smem_bytes = end + Cfg::TILE_ALIGN;
   static_assert(dS % Cfg::TILE_ALIGN == 0 && dQ % Cfg::TILE_ALIGN == 0, "tiles on swizzle atoms");
   static_assert(smem_bytes <= 227 * 1024, "an H100/H200 block has at most 227 KiB of shared memory");
@@ -198,6 +207,14 @@ enum class BwdBarrier : int {
   dq_empty0 = 10  // the writer has read it out (the writer arrives, the warpgroup waits)
 };
 inline constexpr int kDqHandoverThreads = 128 + 32;
+
+// Warpgroup wg's staging tile of dQ for step t (0 .. DQ_STAGES * WARPGROUPS - 1): which tile of
+// the layout's dQ, which DqPlace, and which pair of the handover's barriers.
+template <class Cfg>
+__device__ __forceinline__ int dq_slot(int wg, int t) {
+  static_assert(Cfg::DQ_STAGES == 1 || Cfg::DQ_STAGES == 2);
+  return Cfg::DQ_STAGES == 2 ? 2 * wg + (t & 1) : wg;
+}
 
 // A warpgroup's key-row tiles, each warp its 16 rows in the accumulator layout of ptx/wgmma.cuh.
 template <class Cfg>

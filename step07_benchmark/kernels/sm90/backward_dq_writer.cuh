@@ -55,19 +55,18 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
   // else both (8).
   [[maybe_unused]] std::uint32_t held = 0, now = 0;
   constexpr int kHeldWarps = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 4 : 4 * Cfg::WARPGROUPS;
-  // Both stages start free (as many arrivals on each barrier as the warpgroups will wait there).
-  for (int s = 0; s < 2 && s < steps; ++s) {
+  // Every staging tile starts free (as many arrivals on each barrier as the warpgroups will wait there).
+  for (int t = 0; t < Cfg::DQ_STAGES && t < steps; ++t) {
     for (int wg = 0; wg < Cfg::WARPGROUPS; ++wg) {
-      named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + 2 * wg + s, kDqHandoverThreads);
+      named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + dq_slot<Cfg>(wg, t), kDqHandoverThreads);
     }
   }
 #pragma unroll 1
   for (int t = 0; t < steps; ++t) {
-    const int s = t & 1;
     // The warpgroup of the higher keys first: split by keys, that is the order of their turns.
 #pragma unroll 1
     for (int wg = Cfg::WARPGROUPS - 1; wg >= 0; --wg) {
-      const int id = 2 * wg + s;
+      const int id = dq_slot<Cfg>(wg, t);
       named_barrier_sync(static_cast<int>(BwdBarrier::dq_full0) + id, kDqHandoverThreads);
       if (lane == 0) {
         const DqPlace at = ld_shared_dq_place(tiles + L::dq_places + 16 * id);
@@ -113,7 +112,8 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
       }
       __syncwarp();
       // The tile is free again; its last use needs no arrival (none would be waited for).
-      if (t + 2 < steps) named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + id, kDqHandoverThreads);
+      if (t + Cfg::DQ_STAGES < steps)
+        named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + id, kDqHandoverThreads);
     }
     if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {
       if (lane == 0) {

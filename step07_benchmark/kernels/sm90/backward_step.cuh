@@ -288,10 +288,10 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   // live. The dQ writer waits in its place.
   if (Cfg::DETERMINISTIC && !Cfg::DQ_WRITER && first_thread)
     wait_for_turn(query_tile_counter<Cfg>(p, bh(), q0()), dq_turn<Cfg>(p, q0(), th));
-  // The dQ writer: wait until it has read out this warpgroup's staging tile of the stage (two steps
-  // ago), and say where the part goes and (deterministic) its turn, here, where no accumulator is
+  // The dQ writer: wait until it has read out this warpgroup's staging tile (DQ_STAGES steps ago),
+  // and say where the part goes and (deterministic) its turn, here, where no accumulator is
   // live either.
-  const int dq_id = 2 * wg + stage;
+  const int dq_id = dq_slot<Cfg>(wg, t);
   if constexpr (Cfg::DQ_WRITER) {
     named_barrier_sync(static_cast<int>(BwdBarrier::dq_empty0) + dq_id, kDqHandoverThreads);
     if (first_thread) {
@@ -319,7 +319,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
     fence_proxy_async();
     named_barrier_arrive(static_cast<int>(BwdBarrier::dq_full0) + dq_id, kDqHandoverThreads);
   } else if constexpr (Cfg::DQ_TMA) {
-    const std::uint32_t staged = tiles + L::dQ + (2 * wg + stage) * L::dq_bytes;
+    const std::uint32_t staged = tiles + L::dQ + dq_slot<Cfg>(wg, stage) * L::dq_bytes;
     stage_query_share<Cfg>(staged, dq, th);
     fence_proxy_async();
     named_barrier_sync(static_cast<int>(BwdBarrier::wg_dq0) + wg, 128);
