@@ -178,11 +178,11 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   if (threadIdx.x == 0) {
     // `full` completes on an arrival from each lane of the producer's warp (each releasing the L
-    // and D it stored) and the copy engine's bytes; `empty` on an arrival from each computing
-    // thread (each releasing its own reads).
+    // and D it stored; with row loaders, theirs too) and the copy engine's bytes; `empty` on an
+    // arrival from each computing thread (each releasing its own reads).
     mbarrier_init(kv_full, 1);
     for (int s = 0; s < 2; ++s) {
-      mbarrier_init(&full[s], 32);
+      mbarrier_init(&full[s], Cfg::ROW_LOADERS ? 3 * 32 : 32);
       mbarrier_init(&empty[s], Cfg::NUM_THREADS);
     }
     fence_mbarrier_init();
@@ -195,6 +195,10 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
       backward_producer<Cfg>(p, maps, blk, base, kv_full, full, empty, lane);
     } else if constexpr (Cfg::DQ_WRITER) {
       if (warp == Cfg::NUM_THREADS / 32 + 1) dq_writer<Cfg>(p, maps, blk, base, lane);
+    }
+    if constexpr (Cfg::ROW_LOADERS) {
+      if (warp == Cfg::NUM_THREADS / 32 + 2) backward_row_loader<Cfg, 0>(p, base, full, empty, lane);
+      if (warp == Cfg::NUM_THREADS / 32 + 3) backward_row_loader<Cfg, 1>(p, base, full, empty, lane);
     }
     return;
   }

@@ -82,11 +82,19 @@ struct HopperBwdConfig {
   // At head dim 64 the dQ writer spills in 24 registers (ptxas for sm_90a), and the computing
   // warpgroups need far fewer than 240: 32 and 232 there. The packed twins' producer and writer
   // read their sequence's rows and lengths too, and spill in 24 at head dim 128: 32 and 232 as well.
-  // 128-query steps hold S^T and dP^T twice as wide, and spill in 232: 240 with the producer's 32
-  // fill the register file exactly.
-  static constexpr int PRODUCER_REGS = DQ_WRITER && (D == 64 || OPT.packed) ? 32 : 24;
-  static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && BLOCK_M == 64 ? 232 : 240;
-  static_assert(PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536, "the register file");
+  // 128-query steps hold S^T and dP^T twice as wide, and spill in 232: 240 and 24 there.
+  static constexpr bool WIDE_STEPS = BLOCK_M == 128;
+  // ... and the producer's warp, in 24, no room for 4 rows of L_i and D_i per lane: the warpgroup's
+  // two idle warps load them (backward_row_loader).
+  static constexpr bool ROW_LOADERS = PRODUCER && WIDE_STEPS;
+  static constexpr int PRODUCER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && !WIDE_STEPS ? 32 : 24;
+  static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && !WIDE_STEPS ? 232 : 240;
+  // setmaxnreg only moves registers between the block's warps: the sum may not exceed what the
+  // launch gave the block, 168 a thread at one block of 384 threads per SM (65,536 / 384, rounded
+  // down to a multiple of 8). Asking for more leaves setmaxnreg.inc waiting forever.
+  static_assert(!PRODUCER ||
+                    PRODUCER_REGS * 128 + CONSUMER_REGS * NUM_THREADS <= 65536 / BLOCK_THREADS / 8 * 8 * BLOCK_THREADS,
+                "setmaxnreg: more registers than the launch gave the block");
   static constexpr int CHUNKS = D / kChunkElems;  // what the loader reads
   // dQ's share, BLOCK_M queries x D per step, split between the warpgroups three ways:
   //   by queries (128-query steps): each its 64 queries, all keys, all of D;

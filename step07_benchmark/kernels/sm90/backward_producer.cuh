@@ -83,14 +83,16 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
     const int s = ring.stage(), q0 = Walk::m(p, t) * BM;
     const index_t bh = Walk::bh(p, t);
     if (ring.refills()) mbarrier_wait(&empty[s], ring.release_phase());
+    if constexpr (!Cfg::ROW_LOADERS) {
 #pragma unroll
-    for (int i = lane; i < BM; i += 32) {
-      const bool valid = q0 + i < p.N_QUERIES;
-      const index_t q = q0 + i;
-      const float l = valid ? p.L[bh * p.stride_lb + q * p.stride_lq] : 0.0f;
-      const float d = valid ? p.D_rows[bh * p.stride_Db + q * p.stride_Dq] : 0.0f;
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::L + s * L::row_bytes + 4 * i), "f"(l) : "memory");
-      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::D + s * L::row_bytes + 4 * i), "f"(d) : "memory");
+      for (int i = lane; i < BM; i += 32) {
+        const bool valid = q0 + i < p.N_QUERIES;
+        const index_t q = q0 + i;
+        const float l = valid ? p.L[bh * p.stride_lb + q * p.stride_lq] : 0.0f;
+        const float d = valid ? p.D_rows[bh * p.stride_Db + q * p.stride_Dq] : 0.0f;
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::L + s * L::row_bytes + 4 * i), "f"(l) : "memory");
+        asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::D + s * L::row_bytes + 4 * i), "f"(d) : "memory");
+      }
     }
     // Every lane's arrival releases its own stores; lane 0's also counts the copy engine's bytes.
     if (lane == 0) {
@@ -106,6 +108,46 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
     } else {
       mbarrier_arrive(&full[s]);
     }
+  }
+}
+
+// With 128-query steps (Cfg::ROW_LOADERS) the producer's warp has no registers for 4 rows of L
+// and D per lane beside its TMA loads: the warpgroup's two other warps load them, one row each (0:
+// L_i, 1: D_i), into stage t % 2 once it has been handed back, and arrive on its `full` barrier
+// like the producer's lanes.
+template <class Cfg, int WHICH>
+__device__ __forceinline__ void backward_row_loader(const FastBwdParams& p, std::uint32_t tiles, std::uint64_t* full,
+                                                    std::uint64_t* empty, int lane) {
+  static_assert(Cfg::ROW_LOADERS);
+  using L = BwdLayout<Cfg>;
+  using Walk = typename BwdBlock<Cfg>::Walk;
+  constexpr int BM = Cfg::BLOCK_M;
+  // The parameters read at each use, from the kernel's parameter space, not held.
+  const auto rows = [&] { return WHICH == 0 ? p.L : p.D_rows; };
+  const auto stride_b = [&] { return WHICH == 0 ? p.stride_lb : p.stride_Db; };
+  const auto stride_q = [&] { return WHICH == 0 ? p.stride_lq : p.stride_Dq; };
+  const std::uint32_t tile = tiles + (WHICH == 0 ? L::L : L::D);
+  // The step's place, walked as the cp.async kernel walks it: the next query tile, or the first of
+  // the next query head (no division on the way).
+  int bh = static_cast<int>(Walk::bh(p, 0)), q0 = Walk::m_begin(p) * BM;
+  for (int t = 0; t < Walk::steps(p); ++t) {
+    const PipelineState<2> ring{t};
+    const int s = ring.stage();
+    if (t > 0) {
+      q0 += BM;
+      if (q0 >= (Cfg::WINDOW ? Walk::m_end(p) * BM : p.N_QUERIES)) {
+        bh += 1;
+        q0 = Walk::m_begin(p) * BM;
+      }
+    }
+    if (ring.refills()) mbarrier_wait(&empty[s], ring.release_phase());
+#pragma unroll
+    for (int i = lane; i < BM; i += 32) {
+      const index_t q = q0 + i;
+      const float x = q0 + i < p.N_QUERIES ? rows()[static_cast<index_t>(bh) * stride_b() + q * stride_q()] : 0.0f;
+      asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tile + s * L::row_bytes + 4 * i), "f"(x) : "memory");
+    }
+    mbarrier_arrive(&full[s]);  // releases this lane's stores
   }
 }
 
