@@ -28,10 +28,11 @@ def units(build: str) -> list[tuple[list[str], str, str, str]]:
     """(command, directory, source, tag) of every CUDA unit of the product library."""
     out = []
     for c in json.load(open(os.path.join(build, "compile_commands.json"))):
-        output = c.get("output", "")
+        args, keep, skip = shlex.split(c["command"]), [], False
+        # CMake writes "output" from 3.26 on; before, it is the argument of -o.
+        output = c.get("output") or next((b for a, b in zip(args, args[1:]) if a == "-o"), "")
         if not c["file"].endswith(".cu") or "fa2_flash_attention" not in output or "_lab" in output:
             continue
-        args, keep, skip = shlex.split(c["command"]), [], False
         for a in args:
             if skip:
                 skip = False
