@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
   if (steps > 0) {
     load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::k, p.K + blk.kv(p) * p.stride_kb, p.stride_kk, blk.k0, p.N_KEYS);
     load_rows_sw128<Cfg, Cfg::BLOCK_N>(base + L::v, p.V + blk.kv(p) * p.stride_vb, p.stride_vk, blk.k0, p.N_KEYS);
-    load_query_tile(0, {static_cast<int>(Walk::bh(p, 0)), Walk::m_begin(p) * BM}, 0);
+    load_query_tile(0, BwdBlock<Cfg>::first(p), 0);
     cp_async_commit();
   }
   for (int t = 0; t < steps; ++t) {
@@ -99,11 +99,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
     fence_proxy_async();
     __syncthreads();
     if (t + 1 < steps) {
-      // The next query tile, or the first of the next query head: no division on the way.
-      StepPlace next = step_place<Cfg>(opaque(base), t);
-      next.q0 += BM;
-      if (next.q0 >= (Cfg::WINDOW ? Walk::m_end(p) * BM : p.N_QUERIES)) next = {next.bh + 1, Walk::m_begin(p) * BM};
-      load_query_tile(t + 1, next, stage ^ 1);
+      load_query_tile(t + 1, BwdBlock<Cfg>::next(p, step_place<Cfg>(opaque(base), t)), stage ^ 1);
     }
     cp_async_commit();
     // The tiles' address from a register the compiler cannot see through: the descriptors made

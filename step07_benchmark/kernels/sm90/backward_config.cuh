@@ -117,7 +117,7 @@ struct HopperBwdConfig {
   // the TMA (or the dQ writer) still reads the last one's. With the dQ writer and 128-query steps
   // only one fits beside two stages of 128-query dS^T: a warpgroup then waits, before it stages, for
   // the writer to have read its previous part out.
-  static constexpr int DQ_STAGES = DQ_WRITER && BLOCK_M == 128 ? 1 : 2;
+  static constexpr int DQ_STAGES = DQ_WRITER && WIDE_STEPS ? 1 : 2;
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom
   static constexpr std::size_t kv_elems = static_cast<std::size_t>(BLOCK_N) * D;
   static constexpr std::size_t q_elems = static_cast<std::size_t>(BLOCK_M) * D;

@@ -44,7 +44,30 @@ struct BwdBlock {
     const int tid = static_cast<int>(thread_index), lane = tid % 32, wg = tid / 128;
     return {wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};
   }
+  // Where the walk starts: the first query tile of its first query head.
+  __device__ __forceinline__ static StepPlace first(const FastBwdParams& p) {
+    return {static_cast<int>(Walk::bh(p, 0)), Walk::m_begin(p) * Cfg::BLOCK_M};
+  }
+  // Where the walk goes after step `at`: the next query tile, or the first of the next query head
+  // (no division on the way, as Walk::m and Walk::bh need).
+  __device__ __forceinline__ static StepPlace next(const FastBwdParams& p, StepPlace at) {
+    at.q0 += Cfg::BLOCK_M;
+    if (at.q0 >= (Cfg::WINDOW ? Walk::m_end(p) * Cfg::BLOCK_M : p.N_QUERIES))
+      at = {at.bh + 1, Walk::m_begin(p) * Cfg::BLOCK_M};
+    return at;
+  }
 };
+
+// Query row q of query batch element bh of L (WHICH 0) or D_i (WHICH 1), 0 where `valid` is false
+// (rows past N_QUERIES). The pointers and strides are read from the kernel's parameters at each use.
+template <int WHICH>
+__device__ __forceinline__ float row_stat(const FastBwdParams& p, index_t bh, index_t q, bool valid) {
+  if constexpr (WHICH == 0) {
+    return valid ? p.L[bh * p.stride_lb + q * p.stride_lq] : 0.0f;
+  } else {
+    return valid ? p.D_rows[bh * p.stride_Db + q * p.stride_Dq] : 0.0f;
+  }
+}
 
 // The producer's loads for one block: K_j and V_j once, then each step's Q_i and dO_i by TMA and
 // its L_i and D_i by the warp's lanes (ordinary loads and stores: L and D may be strided, and a
@@ -88,8 +111,8 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
       for (int i = lane; i < BM; i += 32) {
         const bool valid = q0 + i < p.N_QUERIES;
         const index_t q = q0 + i;
-        const float l = valid ? p.L[bh * p.stride_lb + q * p.stride_lq] : 0.0f;
-        const float d = valid ? p.D_rows[bh * p.stride_Db + q * p.stride_Dq] : 0.0f;
+        const float l = row_stat<0>(p, bh, q, valid);
+        const float d = row_stat<1>(p, bh, q, valid);
         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::L + s * L::row_bytes + 4 * i), "f"(l) : "memory");
         asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tiles + L::D + s * L::row_bytes + 4 * i), "f"(d) : "memory");
       }
@@ -122,29 +145,16 @@ __device__ __forceinline__ void backward_row_loader(const FastBwdParams& p, std:
   using L = BwdLayout<Cfg>;
   using Walk = typename BwdBlock<Cfg>::Walk;
   constexpr int BM = Cfg::BLOCK_M;
-  // The parameters read at each use, from the kernel's parameter space, not held.
-  const auto rows = [&] { return WHICH == 0 ? p.L : p.D_rows; };
-  const auto stride_b = [&] { return WHICH == 0 ? p.stride_lb : p.stride_Db; };
-  const auto stride_q = [&] { return WHICH == 0 ? p.stride_lq : p.stride_Dq; };
   const std::uint32_t tile = tiles + (WHICH == 0 ? L::L : L::D);
-  // The step's place, walked as the cp.async kernel walks it: the next query tile, or the first of
-  // the next query head (no division on the way).
-  int bh = static_cast<int>(Walk::bh(p, 0)), q0 = Walk::m_begin(p) * BM;
+  StepPlace at = BwdBlock<Cfg>::first(p);
   for (int t = 0; t < Walk::steps(p); ++t) {
     const PipelineState<2> ring{t};
     const int s = ring.stage();
-    if (t > 0) {
-      q0 += BM;
-      if (q0 >= (Cfg::WINDOW ? Walk::m_end(p) * BM : p.N_QUERIES)) {
-        bh += 1;
-        q0 = Walk::m_begin(p) * BM;
-      }
-    }
+    if (t > 0) at = BwdBlock<Cfg>::next(p, at);
     if (ring.refills()) mbarrier_wait(&empty[s], ring.release_phase());
 #pragma unroll
     for (int i = lane; i < BM; i += 32) {
-      const index_t q = q0 + i;
-      const float x = q0 + i < p.N_QUERIES ? rows()[static_cast<index_t>(bh) * stride_b() + q * stride_q()] : 0.0f;
+      const float x = row_stat<WHICH>(p, at.bh, at.q0 + i, at.q0 + i < p.N_QUERIES);
       asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tile + s * L::row_bytes + 4 * i), "f"(x) : "memory");
     }
     mbarrier_arrive(&full[s]);  // releases this lane's stores

@@ -319,7 +319,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
     fence_proxy_async();
     named_barrier_arrive(static_cast<int>(BwdBarrier::dq_full0) + dq_id, kDqHandoverThreads);
   } else if constexpr (Cfg::DQ_TMA) {
-    const std::uint32_t staged = tiles + L::dQ + dq_slot<Cfg>(wg, stage) * L::dq_bytes;
+    const std::uint32_t staged = tiles + L::dQ + dq_id * L::dq_bytes;
     stage_query_share<Cfg>(staged, dq, th);
     fence_proxy_async();
     named_barrier_sync(static_cast<int>(BwdBarrier::wg_dq0) + wg, 128);
