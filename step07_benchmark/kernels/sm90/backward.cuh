@@ -22,10 +22,11 @@
 // L_i and D_i double-buffered into wgmma's 128-byte swizzle, the block meeting at every query
 // tile), or (producer) a producer warpgroup with TMA into a ring of two stages on mbarriers
 // (hopper_bwd_ws_kernel), so that the computing warpgroups meet only where dQ's share needs the
-// other one's dS^T; with dq_writer, that warpgroup's second warp also adds dQ's shares. The parts:
-// backward_config.cuh (options, layout), backward_products.cuh (the wgmma, dQ's share out),
-// backward_step.cuh (one step of a warpgroup), backward_producer.cuh (the producer, the TMA
-// views), backward_dq_writer.cuh (the dQ writer).
+// other one's dS^T; with dq_writer, that warpgroup's second warp also adds dQ's shares, and at
+// 128-query steps its other two warps load L_i and D_i. The parts: backward_config.cuh (options,
+// layout), backward_products.cuh (the wgmma, dQ's share out), backward_step.cuh (one step of a
+// warpgroup), backward_producer.cuh (the producer, the row loaders, the TMA views, the walk's
+// steps), backward_dq_writer.cuh (the dQ writer).
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
