@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -72,9 +73,28 @@ void check_extra(const fa2::testing::FlashRunner<fa2::bf16>& run, const std::vec
   }
 }
 
+// Whether the row is among those FA2_TEST_ROWS names (a comma-separated list of keys, such as
+// "v6b.9,v6b.10"); every row when it is unset or empty.
+bool row_selected(std::string_view key) {
+  const char* rows = std::getenv("FA2_TEST_ROWS");
+  if (rows == nullptr) return true;
+  std::string_view list(rows);
+  if (list.empty()) return true;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    if (list.substr(0, comma) == key) return true;
+    list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+  }
+  return false;
+}
+
 // Whether this build has the row's kernels (an ablation needs the lab) and this GPU can run its
 // forward (v6 needs sm_90a code and an sm_90 device). Says why not, once per row, when it cannot.
 bool runs_here(const fa2::variants::KernelVariant& v) {
+  if (!row_selected(v.key)) {
+    MESSAGE(v.key, " not run: not among FA2_TEST_ROWS");
+    return false;
+  }
   if (const std::string why = fa2::variants::not_built_reason(v); !why.empty()) {
     MESSAGE(v.key, " not run: ", why);
     return false;

@@ -32,18 +32,23 @@ __device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint64_t* bar,
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_address(bar)), "r"(bytes)
                : "memory");
 }
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_address(bar)) : "memory");
+// (Also by shared address, where a warp has no registers for a generic pointer.)
+__device__ __forceinline__ void mbarrier_arrive(std::uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) { mbarrier_arrive(smem_address(bar)); }
 // Waits until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+__device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
   std::uint32_t done = 0;
   do {
     asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
                  : "=r"(done)
-                 : "r"(smem_address(bar)), "r"(parity)
+                 : "r"(bar), "r"(parity)
                  : "memory");
   } while (done == 0);
+}
+__device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, std::uint32_t parity) {
+  mbarrier_wait(smem_address(bar), parity);
 }
 
 // Hands registers back to the SM (dec) or takes more (inc), for the whole warpgroup: a producer

@@ -105,7 +105,8 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
     cp_async_commit();
     // The tiles' address from a register the compiler cannot see through: the descriptors made
     // from it are remade at every step instead of held across the loop.
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), stage, t, dk, dv, blk.thread(opaque(threadIdx.x)), [] {});
+    backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), stage, t, dk, dv, blk.thread(opaque(threadIdx.x)),
+                             [] {});
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
   finish_query_shares<Cfg>();
@@ -168,8 +169,8 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
   // Q_i (and the rest) landed and handed back.
   auto* bars = reinterpret_cast<std::uint64_t*>(smem_raw + (base - smem_address(smem_raw)) + L::bars);
   std::uint64_t* kv_full = bars;
-  std::uint64_t* full = bars + 1;
-  std::uint64_t* empty = bars + 3;
+  std::uint64_t* full = bars + (L::full_bars - L::bars) / 8;
+  std::uint64_t* empty = bars + (L::empty_bars - L::bars) / 8;
   const BwdBlock<Cfg> blk(p);
   using Walk = typename BwdBlock<Cfg>::Walk;
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -194,8 +195,8 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
       if (warp == Cfg::NUM_THREADS / 32 + 1) dq_writer<Cfg>(p, maps, blk, base, lane);
     }
     if constexpr (Cfg::ROW_LOADERS) {
-      if (warp == Cfg::NUM_THREADS / 32 + 2) backward_row_loader<Cfg, 0>(p, base, full, empty, lane);
-      if (warp == Cfg::NUM_THREADS / 32 + 3) backward_row_loader<Cfg, 1>(p, base, full, empty, lane);
+      if (warp == Cfg::NUM_THREADS / 32 + 2) backward_row_loader<Cfg, 0>(p, base, lane);
+      if (warp == Cfg::NUM_THREADS / 32 + 3) backward_row_loader<Cfg, 1>(p, base, lane);
     }
     return;
   }
@@ -209,8 +210,19 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
     const PipelineState<2> ring{t};
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
-    backward_step<Cfg>(p, maps.dq_accum, opaque(base), s, t, dk, dv, th,
-                       [&] { mbarrier_arrive(&empty[s]); });  // this thread is done with the stage
+    const auto release = [&] { mbarrier_arrive(&empty[s]); };  // this thread is done with the stage
+    if constexpr (Cfg::MASKED_APART) {
+      // One copy of the step for the steps a mask may touch (the diagonal's with the causal mask,
+      // a ragged key tile's), one without the mask's tests for the rest.
+      if (KeyRowMask<Cfg>::needed(step_place_field<Cfg, 1>(opaque(base), t), p.N_KEYS, p.window_left, p.window_right,
+                                  th)) {
+        backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), s, t, dk, dv, th, release);
+      } else {
+        backward_step<Cfg, false>(p, maps.dq_accum, opaque(base), s, t, dk, dv, th, release);
+      }
+    } else {
+      backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), s, t, dk, dv, th, release);
+    }
   }
   finish_query_shares<Cfg>();
   write_key_rows<Cfg>(p, blk.kv(p), dk, dv, th);

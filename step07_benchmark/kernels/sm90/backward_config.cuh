@@ -28,6 +28,8 @@ struct HopperBwdOptions {
                                // over in shared memory (needs producer and dq_tma)
   bool defer_turns = false;    // deterministic, the dQ writer passes a step's turns only after it has
                                // issued the next step's adds: their landing overlaps that work
+  bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
+                               // copy without the mask's tests (the warp-specialised kernel)
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
   bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
@@ -53,9 +55,15 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
+  // masked_apart is for the causal twin of 128-query steps, and only its default: the others
+  // spill with it (ptxas for sm_90a), and are the same as without it.
+  static constexpr bool MASKED_APART =
+      OPT.masked_apart && OPT.block_m == 128 && CAUSAL_ && !OPT.deterministic && !OPT.window;
   // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill. So
-  // does the causal twin of one with the producer: in its 240 registers the mask's tests spill.
-  static constexpr int BLOCK_M = (OPT.window || (CAUSAL_ && OPT.producer)) && OPT.block_m == 128 ? 64 : OPT.block_m;
+  // does the causal twin of one with the producer, in its 240 registers, unless the masked steps
+  // run apart from the others.
+  static constexpr int BLOCK_M =
+      (OPT.window || (CAUSAL_ && OPT.producer && !MASKED_APART)) && OPT.block_m == 128 ? 64 : OPT.block_m;
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
   // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
@@ -67,6 +75,7 @@ struct HopperBwdConfig {
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
   static constexpr bool DEFER_TURNS = OPT.defer_turns;
   static_assert(!OPT.defer_turns || DQ_WRITER, "the dQ writer defers the turns");
+  static_assert(!MASKED_APART || PRODUCER, "the warp-specialised kernel runs the masked steps apart");
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool FLOAT16 = OPT.float16;
@@ -146,6 +155,7 @@ struct BwdLayout {
                                  L = dQ + Cfg::DQ_STAGES * Cfg::WARPGROUPS * dq_bytes, D = L + 2 * row_bytes,
                                  bars = D + 2 * row_bytes;
   static constexpr int kBarriers = Cfg::PRODUCER ? 5 : 0;  // kv_full, full[2], empty[2]
+  static constexpr std::uint32_t full_bars = bars + 8, empty_bars = bars + 24;
   static constexpr std::uint32_t steps = bars + kBarriers * 8;
   static constexpr std::uint32_t dq_places = (steps + 4 * 8 + 15) / 16 * 16;  // 16-byte stores
   static constexpr std::uint32_t end = dq_places + (Cfg::DQ_WRITER ? Cfg::DQ_STAGES * Cfg::WARPGROUPS * 16 : 0);

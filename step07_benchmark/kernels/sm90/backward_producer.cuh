@@ -137,10 +137,10 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
 // With 128-query steps (Cfg::ROW_LOADERS) the producer's warp has no registers for 4 rows of L
 // and D per lane beside its TMA loads: the warpgroup's two other warps load them, one row each (0:
 // L_i, 1: D_i), into stage t % 2 once it has been handed back, and arrive on its `full` barrier
-// like the producer's lanes.
+// like the producer's lanes. The barriers are named by shared address: in 24 registers a warp
+// has no room for two generic pointers.
 template <class Cfg, int WHICH>
-__device__ __forceinline__ void backward_row_loader(const FastBwdParams& p, std::uint32_t tiles, std::uint64_t* full,
-                                                    std::uint64_t* empty, int lane) {
+__device__ __forceinline__ void backward_row_loader(const FastBwdParams& p, std::uint32_t tiles, int lane) {
   static_assert(Cfg::ROW_LOADERS);
   using L = BwdLayout<Cfg>;
   using Walk = typename BwdBlock<Cfg>::Walk;
@@ -151,13 +151,13 @@ __device__ __forceinline__ void backward_row_loader(const FastBwdParams& p, std:
     const PipelineState<2> ring{t};
     const int s = ring.stage();
     if (t > 0) at = BwdBlock<Cfg>::next(p, at);
-    if (ring.refills()) mbarrier_wait(&empty[s], ring.release_phase());
+    if (ring.refills()) mbarrier_wait(tiles + L::empty_bars + 8 * s, ring.release_phase());
 #pragma unroll
     for (int i = lane; i < BM; i += 32) {
       const float x = row_stat<WHICH>(p, at.bh, at.q0 + i, at.q0 + i < p.N_QUERIES);
       asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(tile + s * L::row_bytes + 4 * i), "f"(x) : "memory");
     }
-    mbarrier_arrive(&full[s]);  // releases this lane's stores
+    mbarrier_arrive(tiles + L::full_bars + 8 * s);  // releases this lane's stores
   }
 }
 

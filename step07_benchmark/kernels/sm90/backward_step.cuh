@@ -35,15 +35,18 @@ struct KeyRowMask {
   bool key_out[2];
   int key_ahead[2];
   int window_left, window_right;
-  __device__ __forceinline__ KeyRowMask(int q0, int N_KEYS, int left, int right, const BwdThread& th)
-      : window_left(left), window_right(right) {
+  // Whether the step of query tile q0 may mask one of the warpgroup's elements.
+  __device__ __forceinline__ static bool needed(int q0, int N_KEYS, int left, int right, const BwdThread& th) {
     const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
     const bool straddles = Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0;
     // A window's edge crosses the warpgroup's keys for some query of the step: its left edge (the
     // last query's first key) or, without the causal mask, its right edge (the first query's last key).
     const bool window_edge = Cfg::WINDOW && (th.key0 < q0 + Cfg::BLOCK_M - 1 - left ||
                                              (!Cfg::CAUSAL && th.key0 + Cfg::WG_KEYS - 1 > q0 + right));
-    any = ragged || straddles || window_edge;
+    return ragged || straddles || window_edge;
+  }
+  __device__ __forceinline__ KeyRowMask(int q0, int N_KEYS, int left, int right, const BwdThread& th)
+      : any(needed(q0, N_KEYS, left, right, th)), window_left(left), window_right(right) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int key = th.key0 + th.row + 8 * h;
@@ -60,6 +63,12 @@ struct KeyRowMask {
     return false;
   }
 };
+// The mask of a step that KeyRowMask::needed says no element of is masked (masked_apart): no test
+// at all, so none of the mask's registers is live there.
+struct NoMask {
+  static constexpr bool any = false;
+  __device__ __forceinline__ static bool masked(int, int) { return false; }
+};
 
 // From S^T and dP^T (fp32 accumulators) to the bf16 A fragments of P^T and dS^T, 16 queries at a
 // time, so that the fp32 tiles die as the fragments fill (at head dim 128 the thread has no
@@ -68,10 +77,10 @@ struct KeyRowMask {
 //   dS^T = P^T (dP^T - D_i).
 // Accumulator tile t (queries 8t + col, + 1; elements 0-1 in row `row`, 2-3 in row + 8) becomes
 // registers 2 (t % 2) and 2 (t % 2) + 1 of fragment t / 2 (layouts.hpp's p_source_*).
-template <class Cfg>
+template <class Cfg, class Mask>
 __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, const KeysByQueries<Cfg>& dp,
                                                   KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf, std::uint32_t sL,
-                                                  std::uint32_t sD, float scale_log2, const KeyRowMask<Cfg>& mask,
+                                                  std::uint32_t sD, float scale_log2, const Mask& mask,
                                                   const BwdThread& th) {
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
@@ -95,11 +104,32 @@ __device__ __forceinline__ void key_row_gradients(const KeysByQueries<Cfg>& s, c
   }
 }
 
+// The mask on the packed fragments instead, after the fact (mask_fragments): register r of
+// fragment kk holds queries 8t and 8t + 1 (t = 2 kk + p_source_tile(r)) of key row h; a masked
+// element's bits are cleared, whatever was computed there (the exponential of a masked score may
+// be +inf, and dS^T's then NaN). Only the mask's few registers are live here: S^T and dP^T are gone.
+template <class Cfg>
+__device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>& pf, KeyRowFrags<Cfg>& dsf,
+                                               const KeyRowMask<Cfg>& mask) {
+#pragma unroll
+  for (int kk = 0; kk < Cfg::BLOCK_M / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int t = 2 * kk + p_source_tile(r), h = p_source_element(r) >> 1;
+      const std::uint32_t keep =
+          (mask.masked(h, 8 * t) ? 0u : 0x0000FFFFu) | (mask.masked(h, 8 * t + 1) ? 0u : 0xFFFF0000u);
+      pf[kk][r] &= keep;
+      dsf[kk][r] &= keep;
+    }
+}
+template <class Cfg>
+__device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>&, KeyRowFrags<Cfg>&, NoMask) {}
+
 // The same in two halves (overlap_p): P^T in place of S^T, while dP^T may still be on the tensor
 // cores, then, once it has landed, both fragments.
-template <class Cfg>
+template <class Cfg, class Mask>
 __device__ __forceinline__ void probabilities_in_place(KeysByQueries<Cfg>& s, std::uint32_t sL, float scale_log2,
-                                                       const KeyRowMask<Cfg>& mask, const BwdThread& th) {
+                                                       const Mask& mask, const BwdThread& th) {
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 L = ld_shared_f32x2(sL + 4 * (t * 8 + th.col));
@@ -231,8 +261,8 @@ __device__ __forceinline__ int dq_turn(const FastBwdParams& p, int q0, const Bwd
 // block's key tile, into dk and dv, and its part of dQ_i's share into dQ_accum. after_reads() runs
 // once the stage is no longer read (the warp-specialised kernel hands it back to its producer
 // there). `tiles` is the layout's shared address; q0 and bh are read from StepPlace's slot at each
-// use.
-template <class Cfg, class AfterReads>
+// use. MAY_MASK false: a step KeyRowMask::needed says no element of is masked.
+template <class Cfg, bool MAY_MASK, class AfterReads>
 __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
                                               int stage, int t, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
                                               const BwdThread& th, const AfterReads& after_reads) {
@@ -250,11 +280,17 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   issue_keys_times_rows<Cfg>(dp, aV, adO, wg);  // dP^T = V_w dO_i^T
   const std::uint32_t sL = tiles + L::L + stage * L::row_bytes, sD = tiles + L::D + stage * L::row_bytes;
   KeyRowFrags<Cfg> pf, dsf;
+  const auto mask = [&] {
+    if constexpr (MAY_MASK) {
+      return KeyRowMask<Cfg>(q0(), p.N_KEYS, p.window_left, p.window_right, th);
+    } else {
+      return NoMask{};
+    }
+  };
   if constexpr (Cfg::OVERLAP_P) {
     wgmma_wait<1>();  // S^T has landed; dP^T may still be running
     fence_accumulators(s);
-    probabilities_in_place<Cfg>(s, sL, p.scale_log2, KeyRowMask<Cfg>(q0(), p.N_KEYS, p.window_left, p.window_right, th),
-                                th);
+    probabilities_in_place<Cfg>(s, sL, p.scale_log2, mask(), th);
     wgmma_wait<0>();
     fence_accumulators(dp);
     pack_key_row_gradients<Cfg>(s, dp, pf, dsf, sD, th);
@@ -262,8 +298,14 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
     wgmma_wait<0>();
     fence_accumulators(s);
     fence_accumulators(dp);
-    key_row_gradients<Cfg>(s, dp, pf, dsf, sL, sD, p.scale_log2,
-                           KeyRowMask<Cfg>(q0(), p.N_KEYS, p.window_left, p.window_right, th), th);
+    if constexpr (Cfg::MASKED_APART) {
+      // The masked copy tests the mask once S^T and dP^T are gone: at 128-query steps the causal
+      // twin has no registers for it beside them.
+      key_row_gradients<Cfg>(s, dp, pf, dsf, sL, sD, p.scale_log2, NoMask{}, th);
+      if constexpr (MAY_MASK) mask_fragments<Cfg>(pf, dsf, mask());
+    } else {
+      key_row_gradients<Cfg>(s, dp, pf, dsf, sL, sD, p.scale_log2, mask(), th);
+    }
   }
   store_key_rows<Cfg>(adS, dsf, th);
   issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
