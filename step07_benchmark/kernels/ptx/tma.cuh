@@ -36,7 +36,9 @@ __device__ __forceinline__ void mbarrier_arrive_expect_bytes(std::uint64_t* bar,
 __device__ __forceinline__ void mbarrier_arrive(std::uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) { mbarrier_arrive(smem_address(bar)); }
+__device__ __forceinline__ void mbarrier_arrive(std::uint64_t* bar) {
+  mbarrier_arrive(smem_address(bar));
+}
 // Waits until the phase of parity `parity` has completed.
 __device__ __forceinline__ void mbarrier_wait(std::uint32_t bar, std::uint32_t parity) {
   std::uint32_t done = 0;

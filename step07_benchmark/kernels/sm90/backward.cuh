@@ -105,8 +105,7 @@ __global__ void __launch_bounds__(Cfg::NUM_THREADS, 1)
     cp_async_commit();
     // The tiles' address from a register the compiler cannot see through: the descriptors made
     // from it are remade at every step instead of held across the loop.
-    backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), stage, t, dk, dv, blk.thread(opaque(threadIdx.x)),
-                             [] {});
+    backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), stage, t, dk, dv, blk.thread(opaque(threadIdx.x)), [] {});
   }
   cp_async_wait<0>();  // nothing may still be landing when the block ends
   finish_query_shares<Cfg>();
