@@ -36,6 +36,7 @@
 
 #include "common/numeric.hpp"
 #include "step07_benchmark/kernels/device/backward_params.cuh"
+#include "step07_benchmark/kernels/ptx/grid_dependency.cuh"
 #include "step07_benchmark/kernels/ptx/mma.cuh"
 #include "step07_benchmark/kernels/ptx/tma.cuh"
 #include "step07_benchmark/kernels/sm90/backward_config.cuh"
@@ -186,14 +187,23 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
   }
   __syncthreads();
 
+  // pdl: the dQ conversion may be launched once every block has started (it waits for this grid to
+  // end before it reads dQ_accum).
+  if constexpr (Cfg::PDL) allow_dependent_launch();
   if (warp >= Cfg::NUM_THREADS / 32) {
     setmaxnreg_dec<Cfg::PRODUCER_REGS>();
+    // pdl: the preprocess may still be running. The producer loads K_j and V_j first; it, the dQ
+    // writer and the row loaders then wait for it (D_i, dQ_accum and the turns' counters are its).
     if (warp == Cfg::NUM_THREADS / 32) {
       backward_producer<Cfg>(p, maps, blk, base, kv_full, full, empty, lane);
     } else if constexpr (Cfg::DQ_WRITER) {
-      if (warp == Cfg::NUM_THREADS / 32 + 1) dq_writer<Cfg>(p, maps, blk, base, lane);
+      if (warp == Cfg::NUM_THREADS / 32 + 1) {
+        if constexpr (Cfg::PDL) wait_for_prior_grids();
+        dq_writer<Cfg>(p, maps, blk, base, lane);
+      }
     }
     if constexpr (Cfg::ROW_LOADERS) {
+      if (warp >= Cfg::NUM_THREADS / 32 + 2 && Cfg::PDL) wait_for_prior_grids();
       if (warp == Cfg::NUM_THREADS / 32 + 2) backward_row_loader<Cfg, 0>(p, base, lane);
       if (warp == Cfg::NUM_THREADS / 32 + 3) backward_row_loader<Cfg, 1>(p, base, lane);
     }

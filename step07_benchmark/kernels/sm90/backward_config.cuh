@@ -30,6 +30,9 @@ struct HopperBwdOptions {
                                // issued the next step's adds: their landing overlaps that work
   bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
                                // copy without the mask's tests (the warp-specialised kernel)
+  bool pdl = false;            // programmatic dependent launch: the key-tile kernel may start while the
+                               // preprocess still runs, and the dQ conversion while it does; each
+                               // waits (griddepcontrol) only before it reads what the one before wrote
   bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
                                // every configuration is built both ways (Cfg::Deterministic)
   bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
@@ -75,6 +78,8 @@ struct HopperBwdConfig {
   static constexpr bool DEFER_TURNS = OPT.defer_turns;
   static_assert(!OPT.defer_turns || DQ_WRITER, "the dQ writer defers the turns");
   static_assert(!MASKED_APART || PRODUCER, "the warp-specialised kernel runs the masked steps apart");
+  static constexpr bool PDL = OPT.pdl;
+  static_assert(!PDL || OPT.dq_writer, "pdl: the producer's warpgroup alone reads what the preprocess writes");
   static constexpr bool DETERMINISTIC = OPT.deterministic;
   using Deterministic = HopperBwdConfig<D_, CAUSAL_, deterministic_twin(OPT)>;
   static constexpr bool FLOAT16 = OPT.float16;

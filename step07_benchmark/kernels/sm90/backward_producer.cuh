@@ -9,6 +9,7 @@
 
 #include "common/numeric.hpp"
 #include "step07_benchmark/kernels/device/backward_params.cuh"
+#include "step07_benchmark/kernels/ptx/grid_dependency.cuh"
 #include "step07_benchmark/kernels/ptx/tma.cuh"
 #include "step07_benchmark/kernels/sm90/backward_config.cuh"
 #include "step07_benchmark/kernels/sm90/pipeline.hpp"
@@ -101,6 +102,7 @@ __device__ __forceinline__ void backward_producer(const FastBwdParams& p, const 
       load(tiles + L::v + cb * BN * 128, &maps.v, cb * 64, blk.k0, kv, keys, kv_full);
     }
   }
+  if constexpr (Cfg::PDL) wait_for_prior_grids();  // D_i is the preprocess's (sm90/backward.cuh)
   for (int t = 0; t < Walk::steps(p); ++t) {
     const PipelineState<2> ring{t};
     const int s = ring.stage(), q0 = Walk::m(p, t) * BM;

@@ -101,6 +101,30 @@ void launch_hopper_config(const ForwardPlan& plan, cudaStream_t stream) {
   FA2_CUDA_CHECK_LAUNCH();
 }
 
+// `kernel` on (grid, block, smem bytes) in `stream`, the ordinary way, or (early) so that it may
+// start before the kernel ahead of it in the stream has ended: programmatic dependent launch,
+// whose waits the kernels make (ptx/grid_dependency.cuh).
+template <class... Params, class... Args>
+void launch_kernel(bool early, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t smem, cudaStream_t stream,
+                   const Args&... args) {
+  if (!early) {
+    kernel<<<grid, block, smem, stream>>>(args...);
+    FA2_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  FA2_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
 // One configuration of v6b: v5's preprocess and dQ conversion around the wgmma key-tile kernel
 // (warp-specialised with the producer), with the TMA views its options read. With a sliding
 // window, the twin built for one (Cfg::Windowed).
@@ -152,8 +176,7 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
     // (batch of K x parts of its group, key tiles)
     const dim3 grid(static_cast<unsigned>(a.k_shape[0] * p.group_splits), static_cast<unsigned>(key_blocks));
-    kernel<<<grid, C::BLOCK_THREADS, smem, stream>>>(p, maps);
-    FA2_CUDA_CHECK_LAUNCH();
+    launch_kernel(C::PDL, kernel, grid, C::BLOCK_THREADS, smem, stream, p, maps);
   };
   if (a.deterministic) {
     key_tiles.template operator()<typename Cfg::Deterministic>();
@@ -161,8 +184,7 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     key_tiles.template operator()<Cfg>();
   }
 
-  fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
-  FA2_CUDA_CHECK_LAUNCH();
+  launch_kernel(Cfg::PDL, fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16>, dim3(row_blocks, batch), 256, 0, stream, p);
   if (p.group_splits > 1) {
     const auto key_row_blocks = static_cast<unsigned>(cdiv<index_t>(N_k * Cfg::CHUNKS, 256));
     fast_bwd_sum_group_parts<Cfg::D, Cfg::FLOAT16>
