@@ -38,7 +38,7 @@
 #   scripts/gpu_session.sh backward [OUT]  the sm90 backward's rows in one call (the lab built): the
 #                                          GPU tests of every fast backward, memcheck and synccheck
 #                                          on small ragged shapes, test_varlen.py and test_window.py,
-#                                          then step07_bench in rotating rounds on v6b.3 to v6b.9,
+#                                          then step07_bench in rotating rounds on v6b.3 to v6b.11,
 #                                          some deterministic twins, v6b, v5 and SDPA's FA2 and
 #                                          cuDNN (BWD_ARGS replaces the bench's arguments); every
 #                                          step under a timeout, so that a hang costs minutes only;
@@ -46,7 +46,8 @@
 #                                          bench" (all by default); BWD_TEST_SECONDS,
 #                                          BWD_SANITIZE_SECONDS and BWD_BENCH_SECONDS are the
 #                                          timeouts of the tests, of each sanitizer and of the bench;
-#                                          BWD_TEST_CASES the doctest filter of the tests
+#                                          BWD_TEST_CASES the doctest filter of the tests,
+#                                          FA2_TEST_ROWS (e.g. v6b.10,v6b.11) the rows they run
 #   scripts/gpu_session.sh decode   [OUT]  the varlen kernels in one call (the decoding kernel, v6's
 #                                          packed forward, v6b's packed backward), in parts that
 #                                          DECODE_PARTS picks from "build tests pytest bench train
@@ -445,7 +446,7 @@ phase_backward() {
     tail -n 3 "$out/pytest_backward.log"
   fi
   [[ " $parts " == *" bench "* ]] || return 0
-  local args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.8,v6b.9,v6b.4-det,v6b.6-det,v6b.8-det,v6b.9-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
+  local args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.8,v6b.9,v6b.10,v6b.11,v6b.4-det,v6b.6-det,v6b.8-det,v6b.9-det,v6b.10-det,v6b.11-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
   log "step07_bench $args"
   # shellcheck disable=SC2086
   timeout "${BWD_BENCH_SECONDS:-900}" "$build/step07_benchmark/step07_bench" --out "$out" $args > "$out/step07_log.txt" 2>&1 || status=1
