@@ -16,12 +16,12 @@ namespace fa2::flash {
 
 // ---- phase 1: D_i = rowsum(dO_i * O_i), and dQ_accum (and the dq_semaphores) cleared -----------
 // Thread t of the grid takes 16-byte chunk t % CHUNKS of query row t / CHUNKS; the CHUNKS lanes
-// of a row are neighbours in one warp and add their partial dots with shuffles. The key-tile
-// kernel may start at once where it is launched to (v6b's pdl): it waits before it reads D_i or
-// adds to dQ_accum (ptx/grid_dependency.cuh).
-template <int D, bool FLOAT16>
+// of a row are neighbours in one warp and add their partial dots with shuffles. EARLY (v6b's pdl):
+// the key-tile kernel launched after it may start at once; it waits before it reads D_i or adds to
+// dQ_accum (ptx/grid_dependency.cuh).
+template <int D, bool FLOAT16, bool EARLY = false>
 __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p) {
-  allow_dependent_launch();
+  if constexpr (EARLY) allow_dependent_launch();
   constexpr int CHUNKS = D / 8;
   const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t row = t / CHUNKS;
@@ -48,10 +48,10 @@ __global__ void __launch_bounds__(256) fast_bwd_preprocess(const FastBwdParams p
 }
 
 // ---- phase 3: dQ = scale * dQ_accum, in bf16 or fp16 (FLOAT16) ---------------------------------
-// (Launched to start early, v6b's pdl, it first waits for the key-tile kernel to have finished.)
-template <int D, bool FLOAT16>
+// EARLY (v6b's pdl): launched to start before the key-tile kernel ends, it first waits for it.
+template <int D, bool FLOAT16, bool EARLY = false>
 __global__ void __launch_bounds__(256) fast_bwd_convert_dq(const FastBwdParams p) {
-  wait_for_prior_grids();
+  if constexpr (EARLY) wait_for_prior_grids();
   constexpr int CHUNKS = D / 8;
   const index_t t = static_cast<index_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const index_t row = t / CHUNKS;

@@ -149,7 +149,7 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
   }
   const auto batch = static_cast<unsigned>(B);
   const auto row_blocks = static_cast<unsigned>(cdiv<index_t>(N_q * Cfg::CHUNKS, 256));
-  fast_bwd_preprocess<Cfg::D, Cfg::FLOAT16><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
+  fast_bwd_preprocess<Cfg::D, Cfg::FLOAT16, Cfg::PDL><<<dim3(row_blocks, batch), 256, 0, stream>>>(p);
   FA2_CUDA_CHECK_LAUNCH();
 
   HopperBwdMaps maps{};
@@ -184,7 +184,8 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     key_tiles.template operator()<Cfg>();
   }
 
-  launch_kernel(Cfg::PDL, fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16>, dim3(row_blocks, batch), 256, 0, stream, p);
+  launch_kernel(Cfg::PDL, fast_bwd_convert_dq<Cfg::D, Cfg::FLOAT16, Cfg::PDL>, dim3(row_blocks, batch), 256, 0, stream,
+                p);
   if (p.group_splits > 1) {
     const auto key_row_blocks = static_cast<unsigned>(cdiv<index_t>(N_k * Cfg::CHUNKS, 256));
     fast_bwd_sum_group_parts<Cfg::D, Cfg::FLOAT16>
