@@ -58,8 +58,8 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
-  // masked_apart is for the causal twin of 128-query steps: the others spill with it (ptxas for
-  // sm_90a), and are the same as without it.
+  // masked_apart is for the causal twin of 128-query steps: without the mask it spills (ptxas for
+  // sm_90a), and the windowed twin takes 64-query steps; both are built as without it.
   static constexpr bool MASKED_APART = OPT.masked_apart && OPT.block_m == 128 && CAUSAL_ && !OPT.window;
   // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill. So
   // does the causal twin of one with the producer, in its 240 registers, unless the masked steps
