@@ -63,7 +63,7 @@ struct KeyRowMask {
     return false;
   }
 };
-// The mask of a step that KeyRowMask::needed says no element of is masked (masked_apart): no test
+// The mask of a step in which KeyRowMask::needed says nothing is masked (masked_apart): no test
 // at all, so none of the mask's registers is live there.
 struct NoMask {
   static constexpr bool any = false;
@@ -261,7 +261,7 @@ __device__ __forceinline__ int dq_turn(const FastBwdParams& p, int q0, const Bwd
 // block's key tile, into dk and dv, and its part of dQ_i's share into dQ_accum. after_reads() runs
 // once the stage is no longer read (the warp-specialised kernel hands it back to its producer
 // there). `tiles` is the layout's shared address; q0 and bh are read from StepPlace's slot at each
-// use. MAY_MASK false: a step KeyRowMask::needed says no element of is masked.
+// use. MAY_MASK false: a step in which KeyRowMask::needed says nothing is masked.
 template <class Cfg, bool MAY_MASK, class AfterReads>
 __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUtensorMap& dq_map, std::uint32_t tiles,
                                               int stage, int t, KeysByDims<Cfg>& dk, KeysByDims<Cfg>& dv,
