@@ -122,8 +122,6 @@ __device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>& pf, KeyRowFrags
       dsf[kk][r] &= keep;
     }
 }
-template <class Cfg>
-__device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>&, KeyRowFrags<Cfg>&, NoMask) {}
 
 // The same in two halves (overlap_p): P^T in place of S^T, while dP^T may still be on the tensor
 // cores, then, once it has landed, both fragments.
