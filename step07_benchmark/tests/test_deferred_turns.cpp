@@ -16,8 +16,12 @@
 // Without deferral a part's turn passes as soon as its adds have landed. Deferred, a step's turns
 // pass at the end of the next step, once at most that step's adds are in flight; split by keys
 // the writer first lands and passes what it holds when the second part's turn would need it.
+// Joint (split by columns or queries only), the writer waits for the step's turn once, issues
+// both parts, and passes the turn for both once they have landed.
 // The model flags adds that land out of the order (the sums would differ from run to run) and a
-// state where nothing can move before every block is done (a deadlock).
+// state where nothing can move before every block is done (a deadlock). It also notes whether a
+// writer ever waits for a turn while it still holds one of its own: deferred turns do, which is
+// what chains the blocks' turns one after the other (backward_dq_writer.cuh).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -33,6 +37,7 @@ struct Turns {
   bool causal = false;
   bool by_keys = true;  // the two parts of a step go to the same elements (head dim 64)
   bool defer = true;
+  bool joint = false;  // split by columns: one wait and one pass for both parts of a step
   // Planted bugs.
   bool no_flush = false;        // split by keys, the second part waits without passing the first's
   bool early_pass = false;      // turns pass without waiting for their adds to land
@@ -73,6 +78,7 @@ struct State {
 struct Outcome {
   std::string error;  // the first violation, empty when none
   long states = 0;
+  bool waited_holding = false;  // some writer waited for a turn while it held one
 };
 
 class Explorer {
@@ -85,13 +91,14 @@ class Explorer {
     s.counter.assign(static_cast<std::size_t>(t_.query_tiles), 0);
     s.landed.assign(static_cast<std::size_t>(2 * t_.query_tiles), 0);
     visit(s);
-    return {error_, static_cast<long>(seen_.size())};
+    return {error_, static_cast<long>(seen_.size()), waited_holding_};
   }
 
  private:
   const Turns& t_;
   std::set<std::vector<int>> seen_;
   std::string error_;
+  mutable bool waited_holding_ = false;
 
   // Block n's walk: the query tiles it meets, in order.
   std::vector<int> walk(int n) const {
@@ -196,12 +203,25 @@ class Explorer {
         b.phase = kWait;
         return true;
       case kWait:
-        if (s.counter[static_cast<std::size_t>(m)] < turn(n, b.part, m)) return false;
+        // Joint, the second part's turn is the first's, already waited for.
+        if (!(t_.joint && b.part == 1) && s.counter[static_cast<std::size_t>(m)] < turn(n, b.part, m)) {
+          if (b.held >= 0 || b.now >= 0) waited_holding_ = true;
+          return false;
+        }
         b.phase = kIssue;
         return true;
       case kIssue:
         b.in_flight.push_back(b.issued++ * 2 * t_.query_tiles + 2 * m + b.part);
-        if (t_.defer) {
+        if (t_.joint) {
+          b.now = m;
+          ++b.now_parts;
+          if (b.part == 0) {
+            b.part = 1;
+            b.phase = kFlush;
+          } else {
+            b.phase = kLandAndPass;
+          }
+        } else if (t_.defer) {
           b.now = m;
           ++b.now_parts;
           next_part(b, w);
@@ -211,6 +231,12 @@ class Explorer {
         return true;
       case kLandAndPass: {
         if (in_flight > 0 && !t_.early_pass) return false;  // bulk_wait<0>, then the turn passes
+        if (t_.joint) {
+          pass(s, b.now, b.now_parts);
+          b.part = 1;  // next_part moves on to the next step
+          next_part(b, w);
+          return true;
+        }
         int tile = m, parts = 1;
         pass(s, tile, parts);
         next_part(b, w);
@@ -283,6 +309,44 @@ TEST_SUITE("variants") {
         }
       }
     }
+  }
+
+  TEST_CASE("v6b's joint dQ turns: in order, no deadlock, and no writer waits while it holds a turn") {
+    for (const bool causal : {false, true}) {
+      for (const int resident : {1, 2, 4}) {
+        Turns t;
+        t.key_tiles = 4;
+        t.by_keys = false;
+        t.defer = false;
+        t.joint = true;
+        t.causal = causal;
+        t.resident = resident;
+        const Outcome o = Explorer(t).run();
+        INFO("joint" << (causal ? ", causal" : "") << ", " << resident << " resident: " << o.states << " states");
+        CHECK_MESSAGE(o.error.empty(), o.error);
+        CHECK(o.states > 10);
+        CHECK_FALSE(o.waited_holding);
+      }
+    }
+    // Deferred, a writer waits for the next step's turn while it holds this one's: the turns of
+    // blocks that run side by side pass one after the other. Passed at once, it never holds one.
+    for (const bool by_keys : {true, false}) {
+      Turns deferred;
+      deferred.by_keys = by_keys;
+      deferred.causal = true;
+      deferred.resident = 2;
+      CHECK(Explorer(deferred).run().waited_holding);
+      Turns at_once = deferred;
+      at_once.defer = false;
+      CHECK_FALSE(Explorer(at_once).run().waited_holding);
+    }
+    // A joint turn passed before both parts have landed lets the next key tile's adds land first.
+    Turns early;
+    early.by_keys = false;
+    early.defer = false;
+    early.joint = true;
+    early.early_pass = true;
+    CHECK(Explorer(early).run().error == "adds landed out of order");
   }
 
   TEST_CASE("v6b's deterministic dQ turns: the model finds the three ways to break them") {

@@ -169,12 +169,13 @@ TEST_SUITE("variants") {
     CHECK(pick(Family::sm80_backward, 32, true, 0) == "v5b.11");
     CHECK(pick(Family::sm80_backward, 128, false, 0, true) == "v5b.7");
     // The sm90 backward: the dQ writer warp (at head dim 128 with deferred turns; at head dim 64
-    // without a mask with 128-query steps), and at head dim 128 without a mask from 2^19 query rows
-    // the one that also computes P^T under dP^T; with a window, the windowed twins of the first two.
+    // with 128-query steps, causal with the masked steps apart), and at head dim 128 without a mask
+    // from 2^19 query rows the one that also computes P^T under dP^T; with a window, the windowed
+    // twins of v6b.6 and v6b.8.
     CHECK(pick(Family::sm90_backward, 64, false, 0) == "v6b.9");
     CHECK(pick(Family::sm90_backward, 64, false, 1 << 20) == "v6b.9");
-    CHECK(pick(Family::sm90_backward, 64, true, 0) == "v6b.6");
-    CHECK(pick(Family::sm90_backward, 64, true, 1 << 20) == "v6b.6");
+    CHECK(pick(Family::sm90_backward, 64, true, 0) == "v6b.10");
+    CHECK(pick(Family::sm90_backward, 64, true, 1 << 20) == "v6b.10");
     CHECK(pick(Family::sm90_backward, 64, false, 0, true) == "v6b.6");
     CHECK(pick(Family::sm90_backward, 128, false, (1 << 19) - 1) == "v6b.8");
     CHECK(pick(Family::sm90_backward, 128, false, 1 << 20) == "v6b.7");

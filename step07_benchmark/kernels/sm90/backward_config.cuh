@@ -28,6 +28,10 @@ struct HopperBwdOptions {
                                // over in shared memory (needs producer and dq_tma)
   bool defer_turns = false;    // deterministic, the dQ writer passes a step's turns only after it has
                                // issued the next step's adds: their landing overlaps that work
+  bool joint_turns = false;    // deterministic, where the warpgroups' parts of a step are disjoint
+                               // (split by queries or columns), the dQ writer issues both parts'
+                               // adds, waits once for both to land and passes the step's turn at once;
+                               // where they are not, defer_turns still holds
   bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
                                // copy without the mask's tests (the warp-specialised kernel)
   bool pdl = false;            // programmatic dependent launch: the key-tile kernel may start while the
@@ -75,8 +79,8 @@ struct HopperBwdConfig {
   static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
                 "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
-  static constexpr bool DEFER_TURNS = OPT.defer_turns;
   static_assert(!OPT.defer_turns || DQ_WRITER, "the dQ writer defers the turns");
+  static_assert(!OPT.joint_turns || DQ_WRITER, "the dQ writer passes the joint turns");
   static_assert(!MASKED_APART || PRODUCER, "the warp-specialised kernel runs the masked steps apart");
   static constexpr bool PDL = OPT.pdl;
   static_assert(!PDL || OPT.dq_writer, "pdl: the producer's warpgroup alone reads what the preprocess writes");
@@ -123,6 +127,10 @@ struct HopperBwdConfig {
   static constexpr int DQ_KEYS = DQ_SPLIT == DqSplit::by_keys ? WG_KEYS : BLOCK_N;
   static constexpr int DQ_COLS = 64;
   static constexpr bool DQ_NEEDS_BLOCK = DQ_SPLIT != DqSplit::by_keys;  // reads the other warpgroup's dS^T
+  // Deterministic turns (backward_dq_writer.cuh): joint where the parts are disjoint and the row
+  // asks for it, deferred where it asks for that and they are not.
+  static constexpr bool JOINT_TURNS = OPT.joint_turns && DQ_SPLIT != DqSplit::by_keys;
+  static constexpr bool DEFER_TURNS = OPT.defer_turns && !JOINT_TURNS;
   // dS^T in two stages when a warpgroup may write the next step's while the other still reads
   // this one's: with the producer nothing else keeps the warpgroups within a step of each other.
   static constexpr int DS_STAGES = PRODUCER && DQ_NEEDS_BLOCK ? 2 : 1;

@@ -19,6 +19,17 @@
 // before it waits there. No cycle of waits: a writer that holds a turn waits only for key tiles
 // before its own in the order (its own held turn it passes first), and the first key tile of each
 // order never waits (tests/test_deferred_turns.cpp checks it over every interleaving).
+//
+// But deferral chains the blocks: key tile n's turn at a query tile passes only once its writer
+// has issued the next step's adds, which waits for key tile n + 1 to pass its turn there, which
+// waits for n + 2's next adds, and so on. Blocks that run side by side then pass a step's turns
+// one after the other, a writer's wait, issue and pass each. Joint turns (Cfg::JOINT_TURNS, the
+// joint_turns option, where the warpgroups' parts are disjoint): the writer issues both parts'
+// adds after one wait, lets their tiles go as soon as they are read, waits once for both to land
+// and passes the step's turn for both warpgroups. A turn then waits only for the same step of the
+// key tile before it in the order, never for a next step: with the causal mask that block started
+// earlier and is a step ahead, so no block waits once the writer's round trip is shorter than a
+// step.
 #pragma once
 
 #include <cuda.h>  // CUtensorMap
@@ -50,9 +61,9 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
   using L = BwdLayout<Cfg>;
   using Walk = typename BwdBlock<Cfg>::Walk;
   const int steps = Walk::steps(p);
-  // Deferred turns (lane 0): the counters of the previous step's parts and of this step's. Both
-  // warpgroups add at every step: split by keys the writer holds the second's turn only (4 warps),
-  // else both (8).
+  // Deferred turns (lane 0): the counters of the previous step's parts and of this step's (joint
+  // turns: this step's, passed at its end). Both warpgroups add at every step: split by keys the
+  // writer holds the second's turn only (4 warps), else both (8).
   [[maybe_unused]] std::uint32_t held = 0, now = 0;
   constexpr int kHeldWarps = Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? 4 : 4 * Cfg::WARPGROUPS;
   // Every staging tile starts free (as many arrivals on each barrier as the warpgroups will wait there).
@@ -81,11 +92,14 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
               pass_held_turn<4>(p.dq_semaphores, now);
             }
           }
-          if constexpr (Cfg::TURN_IN_PLACE) {
-            wait_for_turn(counter, at.turn);
-          } else {
-            const BwdThread th{wg, 0, 0, blk.k0 + wg * Cfg::WG_KEYS};
-            wait_for_turn(counter, dq_turn<Cfg>(p, at.q0, th));
+          // Joint turns: the second part's turn is the first's, already waited for.
+          if (!Cfg::JOINT_TURNS || wg == Cfg::WARPGROUPS - 1) {
+            if constexpr (Cfg::TURN_IN_PLACE) {
+              wait_for_turn(counter, at.turn);
+            } else {
+              const BwdThread th{wg, 0, 0, blk.k0 + wg * Cfg::WG_KEYS};
+              wait_for_turn(counter, dq_turn<Cfg>(p, at.q0, th));
+            }
           }
         }
         const std::uint32_t staged = tiles + L::dQ + id * L::dq_bytes;
@@ -103,6 +117,9 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
         if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {
           bulk_wait_read<0>();
           now = static_cast<std::uint32_t>(counter - p.dq_semaphores) + 1;
+        } else if constexpr (Cfg::DETERMINISTIC && Cfg::JOINT_TURNS) {
+          bulk_wait_read<0>();
+          if (wg == 0) now = static_cast<std::uint32_t>(counter - p.dq_semaphores) + 1;
         } else if constexpr (Cfg::DETERMINISTIC) {
           bulk_wait();  // landed before the turn passes: a warpgroup's 4 warps' worth
           pass_turn<4>(counter);
@@ -114,6 +131,12 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
       // The tile is free again; its last use needs no arrival (none would be waited for).
       if (t + Cfg::DQ_STAGES < steps)
         named_barrier_arrive(static_cast<int>(BwdBarrier::dq_empty0) + id, kDqHandoverThreads);
+    }
+    if constexpr (Cfg::DETERMINISTIC && Cfg::JOINT_TURNS) {
+      if (lane == 0) {
+        bulk_wait();  // both parts landed: the step's turn passes, for both warpgroups' warps
+        pass_held_turn<4 * Cfg::WARPGROUPS>(p.dq_semaphores, now);
+      }
     }
     if constexpr (Cfg::DETERMINISTIC && Cfg::DEFER_TURNS) {
       if (lane == 0) {
