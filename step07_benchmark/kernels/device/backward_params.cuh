@@ -78,6 +78,25 @@ __device__ __forceinline__ int key_tile_of_block() {
   return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
 }
 
+// Head by head (v6b's head_major option, deterministic): the grid is as ever, but block i in the
+// order the GPU starts them (i = blockIdx.y gridDim.x + blockIdx.x) takes batch element
+// i / key tiles and, of its key tiles, the last first. The key tiles of a head then start side by
+// side and walk their query tiles a step or so apart, finding them in L2; in the grid's own order
+// (key tile by key tile across every head) a head's blocks start far apart and each reads its query
+// tiles from memory again. A block still waits only for blocks started before it. Thread 0 works
+// it out once (head_major_place_set) into the block's shared memory, where each use reads it.
+struct HeadMajorPlace {
+  int key_tile, kv_slot;
+};
+__device__ __forceinline__ HeadMajorPlace& head_major_place() {
+  __shared__ HeadMajorPlace place;
+  return place;
+}
+__device__ __forceinline__ void head_major_place_set() {
+  const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x), tiles = static_cast<int>(gridDim.y);
+  head_major_place() = {tiles - 1 - i % tiles, i / tiles};
+}
+
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch
 // element blockIdx.x / group_splits of K and V) serve heads_per_block query batch elements, the
 // heads of one group or of a part of it, and dK_j and dV_j sum over all of them: the block walks
@@ -89,7 +108,9 @@ __device__ __forceinline__ int key_tile_of_block() {
 // The walk keeps no registers: each member is remade at each use from blockIdx, gridDim and the
 // parameters, through a value the compiler cannot see through (`fresh`). Held through the loop,
 // they and the divisor's reciprocal would take registers the kernels at the edge do not have.
-template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false, bool PACKED = false>
+// HEAD_MAJOR: the block's place is head_major_place's.
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL, bool DETERMINISTIC, bool WINDOW = false, bool PACKED = false,
+          bool HEAD_MAJOR = false>
 struct QueryWalk {
   __device__ __forceinline__ static int fresh(int x) {
     asm volatile("" : "+r"(x));
@@ -99,10 +120,12 @@ struct QueryWalk {
   // packed, from its item (the parameters are then the block's own copy).
   __device__ __forceinline__ static int key_tile(const FastBwdParams& p) {
     if constexpr (PACKED) return p.item_key_tile;
+    if constexpr (HEAD_MAJOR) return head_major_place().key_tile;
     return key_tile_of_block<DETERMINISTIC>();
   }
   __device__ __forceinline__ static int kv_slot(const FastBwdParams& p) {
     if constexpr (PACKED) return p.item_kv;
+    if constexpr (HEAD_MAJOR) return head_major_place().kv_slot;
     return static_cast<int>(blockIdx.x);
   }
   // Its query tiles of a head (tile_scheduler.hpp's key_tile_query_tiles, which the host tests

@@ -145,7 +145,7 @@ __device__ __forceinline__ FastBwdParams bwd_item_params(const FastBwdParams& p)
 
 // A producer warpgroup (one warp of it works) and two computing warpgroups that never meet to load.
 // Packed, each block first copies its item's parameters to shared memory (bwd_item_params) and
-// reads them there.
+// reads them there; head by head, thread 0 works out its place (head_major_place_set).
 template <class Cfg>
 __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, const HopperBwdMaps& maps);
 template <class Cfg>
@@ -157,6 +157,10 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     __syncthreads();
     hopper_bwd_ws_block<Cfg>(item, maps);
   } else {
+    if constexpr (Cfg::HEAD_MAJOR) {
+      if (threadIdx.x == 0) head_major_place_set();
+      __syncthreads();
+    }
     hopper_bwd_ws_block<Cfg>(p, maps);
   }
 }

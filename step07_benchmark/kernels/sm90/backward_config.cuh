@@ -8,8 +8,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "step07_benchmark/kernels/device/dq_turns.cuh"        // deterministic_twin
-#include "step07_benchmark/kernels/device/forward_params.cuh"  // windowed_twin
+#include "step07_benchmark/kernels/device/backward_params.cuh"  // QueryWalk
+#include "step07_benchmark/kernels/device/dq_turns.cuh"         // deterministic_twin
+#include "step07_benchmark/kernels/device/forward_params.cuh"   // windowed_twin
 #include "step07_benchmark/kernels/device/layouts.hpp"
 #include "step07_benchmark/kernels/ptx/mma.cuh"  // elem16, float16_twin
 
@@ -32,6 +33,9 @@ struct HopperBwdOptions {
                                // (split by queries or columns), the dQ writer issues both parts'
                                // adds, waits once for both to land and passes the step's turn at once;
                                // where they are not, defer_turns still holds
+  bool head_major = false;     // deterministic, the blocks start head by head (each head's key tiles
+                               // from the last), not key tile by key tile across the heads: a head's
+                               // blocks then run side by side and share its query tiles in L2
   bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
                                // copy without the mask's tests (the warp-specialised kernel)
   bool pdl = false;            // programmatic dependent launch: the key-tile kernel may start while the
@@ -91,6 +95,9 @@ struct HopperBwdConfig {
   static constexpr bool WINDOW = OPT.window;
   using Windowed = HopperBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
   static constexpr bool PACKED = OPT.packed;
+  // head_major is for the deterministic twin of the dense kernel (the packed twin has its own order).
+  static constexpr bool HEAD_MAJOR = OPT.head_major && OPT.deterministic && !OPT.packed;
+  static_assert(!OPT.head_major || OPT.producer, "head by head: the warp-specialised kernel");
   using Packed = HopperBwdConfig<D_, CAUSAL_, packed_twin(OPT)>;
   static_assert(!PACKED || OPT.dq_writer, "packed batches: the producer's ragged loads and the dQ writer's adds");
   // With the producer, a block is the two computing warpgroups and the producer's; setmaxnreg
@@ -263,5 +270,11 @@ struct BwdThread {
   int col;   // its first column inside an 8-column accumulator tile: 2 (lane % 4)
   int key0;  // the warpgroup's first key in the sequence
 };
+
+// A block's walk (QueryWalk): packed, its key tile and batch element of K and V are its copy of the
+// parameters' (bwd_item_params in backward.cuh); head by head, head_major_place's.
+template <class Cfg>
+using BwdWalk =
+    QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW, Cfg::PACKED, Cfg::HEAD_MAJOR>;
 
 }  // namespace fa2::flash

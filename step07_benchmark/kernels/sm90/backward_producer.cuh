@@ -31,10 +31,11 @@ struct HopperBwdMaps {
 // tile the slow index: causal, the heaviest blocks of every head start first (as v5's backward);
 // deterministic, the last key tile first.
 // Packed (Cfg::PACKED), one block per item of the schedule, whose key tile and kv head the
-// block's copy of the parameters holds (bwd_item_params).
+// block's copy of the parameters holds (bwd_item_params); head by head (Cfg::HEAD_MAJOR) likewise
+// (head_major_params).
 template <class Cfg>
 struct BwdBlock {
-  using Walk = QueryWalk<Cfg::BLOCK_M, Cfg::BLOCK_N, Cfg::CAUSAL, Cfg::DETERMINISTIC, Cfg::WINDOW, Cfg::PACKED>;
+  using Walk = BwdWalk<Cfg>;
   int k0;
   __device__ __forceinline__ explicit BwdBlock(const FastBwdParams& p) : k0(Walk::key_tile(p) * Cfg::BLOCK_N) {}
   // Its batch element of K and V, remade at each use (Walk::fresh) rather than held through the loop.

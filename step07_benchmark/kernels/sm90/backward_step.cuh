@@ -175,12 +175,12 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
 }
 
 // dK_w (times the scale) and dV_w as float32 parts, rows past N_KEYS left out: the block's rows of
-// dk_partial and dv_partial (row block blockIdx.x, FastBwdParams), which fast_bwd_sum_group_parts
+// dk_partial and dv_partial (row block kv_slot, FastBwdParams), which fast_bwd_sum_group_parts
 // adds up.
 template <class Cfg>
 __device__ __forceinline__ void write_key_parts(const FastBwdParams& p, const KeysByDims<Cfg>& dk,
                                                 const KeysByDims<Cfg>& dv, const BwdThread& th) {
-  const index_t first_row = static_cast<index_t>(blockIdx.x) * p.N_KEYS;
+  const index_t first_row = static_cast<index_t>(BwdWalk<Cfg>::kv_slot(p)) * p.N_KEYS;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int key = th.key0 + th.row + 8 * h;
