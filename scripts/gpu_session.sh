@@ -38,7 +38,7 @@
 #   scripts/gpu_session.sh backward [OUT]  the sm90 backward's rows in one call (the lab built): the
 #                                          GPU tests of every fast backward, memcheck and synccheck
 #                                          on small ragged shapes, test_varlen.py and test_window.py,
-#                                          then step07_bench in rotating rounds on v6b.3 to v6b.11,
+#                                          then step07_bench in rotating rounds on v6b.3 to v6b.13,
 #                                          some deterministic twins, v6b, v5 and SDPA's FA2 and
 #                                          cuDNN (BWD_ARGS replaces the bench's arguments); every
 #                                          step under a timeout, so that a hang costs minutes only;
