@@ -56,6 +56,7 @@ struct FastBwdParams {
   // (batch element, 32 query rows), stride_semb counters per batch element, which the
   // preprocess clears when `deterministic` is set.
   bool deterministic;
+  bool head_major;  // the twins built head by head (Cfg::HEAD_MAJOR): whether this call starts so
   std::int32_t* dq_semaphores;
   index_t stride_semb;
   // A packed batch (v6b's packed twins, Cfg::PACKED; packed_schedule.hpp): Q, dO, O, dQ and
@@ -84,7 +85,8 @@ __device__ __forceinline__ int key_tile_of_block() {
 // side and walk their query tiles a step or so apart, finding them in L2; in the grid's own order
 // (key tile by key tile across every head) a head's blocks start far apart and each reads its query
 // tiles from memory again. A block still waits only for blocks started before it. Thread 0 works
-// it out once (head_major_place_set) into the block's shared memory, where each use reads it.
+// it out once (head_major_place_set) into the block's shared memory, where each use reads it; the
+// launch says by `head_major` whether this call starts head by head, or in the grid's own order.
 struct HeadMajorPlace {
   int key_tile, kv_slot;
 };
@@ -92,9 +94,10 @@ __device__ __forceinline__ HeadMajorPlace& head_major_place() {
   __shared__ HeadMajorPlace place;
   return place;
 }
-__device__ __forceinline__ void head_major_place_set() {
+__device__ __forceinline__ void head_major_place_set(bool head_major) {
   const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x), tiles = static_cast<int>(gridDim.y);
-  head_major_place() = {tiles - 1 - i % tiles, i / tiles};
+  head_major_place() = head_major ? HeadMajorPlace{tiles - 1 - i % tiles, i / tiles}
+                                  : HeadMajorPlace{key_tile_of_block<true>(), static_cast<int>(blockIdx.x)};
 }
 
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch

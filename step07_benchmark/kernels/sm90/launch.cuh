@@ -176,7 +176,9 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     opt_in_shared_memory(kernel, smem, current_device(), opted_in, plan.kernel);
     // (batch of K x parts of its group, key tiles)
     const dim3 grid(static_cast<unsigned>(a.k_shape[0] * p.group_splits), static_cast<unsigned>(key_blocks));
-    launch_kernel(C::PDL, kernel, grid, C::BLOCK_THREADS, smem, stream, p, maps);
+    FastBwdParams cp = p;
+    cp.head_major = C::heads_one_after_another(key_blocks);
+    launch_kernel(C::PDL, kernel, grid, C::BLOCK_THREADS, smem, stream, cp, maps);
   };
   if (a.deterministic) {
     key_tiles.template operator()<typename Cfg::Deterministic>();
