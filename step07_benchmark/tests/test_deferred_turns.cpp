@@ -24,6 +24,8 @@
 // what chains the blocks' turns one after the other (backward_dq_writer.cuh).
 #include <doctest/doctest.h>
 
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"  // head_major_block
+
 #include <algorithm>
 #include <cstddef>
 #include <set>
@@ -347,6 +349,37 @@ TEST_SUITE("variants") {
     early.joint = true;
     early.early_pass = true;
     CHECK(Explorer(early).run().error == "adds landed out of order");
+  }
+
+  TEST_CASE("v6b's deterministic blocks start after every block whose turn comes first, head by head too") {
+    // Block i of the launch order, in the grid's order (x: batch element, y: key tiles from the
+    // last) and head by head (head_major_block). A block's turns at a query tile come after those
+    // of the higher key tiles of its batch element: each of those must start before it.
+    for (const int slots : {1, 3, 8}) {
+      for (const int tiles : {1, 2, 5, 32}) {
+        for (const bool head_major : {false, true}) {
+          std::vector<int> started(static_cast<std::size_t>(slots * tiles), -1);
+          for (int i = 0; i < slots * tiles; ++i) {
+            const fa2::flash::BlockPlace at = head_major ? fa2::flash::head_major_block(i, tiles)
+                                                         : fa2::flash::BlockPlace{tiles - 1 - i / slots, i % slots};
+            REQUIRE(at.key_tile >= 0);
+            REQUIRE(at.key_tile < tiles);
+            REQUIRE(at.kv_slot >= 0);
+            REQUIRE(at.kv_slot < slots);
+            int& when = started[static_cast<std::size_t>(at.kv_slot * tiles + at.key_tile)];
+            CHECK(when == -1);  // every (batch element, key tile) once
+            when = i;
+          }
+          for (int s = 0; s < slots; ++s) {
+            for (int n = 0; n + 1 < tiles; ++n) {
+              INFO("slots " << slots << ", tiles " << tiles << (head_major ? ", head by head" : ", grid order"));
+              CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] <
+                    started[static_cast<std::size_t>(s * tiles + n)]);
+            }
+          }
+        }
+      }
+    }
   }
 
   TEST_CASE("v6b's deterministic dQ turns: the model finds the three ways to break them") {

@@ -87,17 +87,14 @@ __device__ __forceinline__ int key_tile_of_block() {
 // tiles from memory again. A block still waits only for blocks started before it. Thread 0 works
 // it out once (head_major_place_set) into the block's shared memory, where each use reads it; the
 // launch says by `head_major` whether this call starts head by head, or in the grid's own order.
-struct HeadMajorPlace {
-  int key_tile, kv_slot;
-};
-__device__ __forceinline__ HeadMajorPlace& head_major_place() {
-  __shared__ HeadMajorPlace place;
+__device__ __forceinline__ BlockPlace& head_major_place() {
+  __shared__ BlockPlace place;
   return place;
 }
 __device__ __forceinline__ void head_major_place_set(bool head_major) {
-  const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x), tiles = static_cast<int>(gridDim.y);
-  head_major_place() = head_major ? HeadMajorPlace{tiles - 1 - i % tiles, i / tiles}
-                                  : HeadMajorPlace{key_tile_of_block<true>(), static_cast<int>(blockIdx.x)};
+  const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
+  head_major_place() = head_major ? head_major_block(i, static_cast<int>(gridDim.y))
+                                  : BlockPlace{key_tile_of_block<true>(), static_cast<int>(blockIdx.x)};
 }
 
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch
