@@ -285,6 +285,15 @@ class Explorer {
   }
 };
 
+// Joint turns as the kernels have them: split by columns (or queries), and not deferred.
+Turns joint_turns() {
+  Turns t;
+  t.by_keys = false;
+  t.defer = false;
+  t.joint = true;
+  return t;
+}
+
 }  // namespace
 
 TEST_SUITE("variants") {
@@ -316,11 +325,8 @@ TEST_SUITE("variants") {
   TEST_CASE("v6b's joint dQ turns: in order, no deadlock, and no writer waits while it holds a turn") {
     for (const bool causal : {false, true}) {
       for (const int resident : {1, 2, 4}) {
-        Turns t;
+        Turns t = joint_turns();
         t.key_tiles = 4;
-        t.by_keys = false;
-        t.defer = false;
-        t.joint = true;
         t.causal = causal;
         t.resident = resident;
         const Outcome o = Explorer(t).run();
@@ -343,10 +349,7 @@ TEST_SUITE("variants") {
       CHECK_FALSE(Explorer(at_once).run().waited_holding);
     }
     // A joint turn passed before both parts have landed lets the next key tile's adds land first.
-    Turns early;
-    early.by_keys = false;
-    early.defer = false;
-    early.joint = true;
+    Turns early = joint_turns();
     early.early_pass = true;
     CHECK(Explorer(early).run().error == "adds landed out of order");
   }

@@ -24,39 +24,39 @@ enum class HeadMajor { never, always, long_calls };
 
 // What v6b's rows vary (product/kernels.def, lab/variants.def).
 struct HopperBwdOptions {
-  int block_m = 64;                         // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
-  bool dq_tma = false;                      // dQ's share leaves through shared memory by TMA reduce-add, not atomics
-  bool producer = false;                    // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
-                                            // two stages on mbarriers: the computing warpgroups never meet to load
-  bool overlap_p = false;                   // S^T and dP^T issued back to back, and only S^T waited for: P^T's
-                                            // exponentials run while dP^T is still on the tensor cores
-  bool dq_writer = false;                   // a warp of the producer's warpgroup adds dQ's shares (TMA reduce-adds,
-                                            // and deterministic, the turns); the computing warpgroups hand them
-                                            // over in shared memory (needs producer and dq_tma)
-  bool defer_turns = false;                 // deterministic, the dQ writer passes a step's turns only after it has
-                                            // issued the next step's adds: their landing overlaps that work
-  bool joint_turns = false;                 // deterministic, where the warpgroups' parts of a step are disjoint
-                                            // (split by queries or columns), the dQ writer issues both parts'
-                                            // adds, waits once for both to land and passes the step's turn at once;
-                                            // where they are not, defer_turns still holds
-  HeadMajor head_major = HeadMajor::never;  // deterministic, the blocks start head by head (each
-                                            // head's key tiles from the last), not key tile by key tile across the
-                                            // heads: a head's blocks then run side by side and share its query
-                                            // tiles in L2
-  bool masked_apart = false;                // the steps a mask may touch run one copy of the step, the others a
-                                            // copy without the mask's tests (the warp-specialised kernel)
-  bool pdl = false;                         // programmatic dependent launch: the key-tile kernel may start while the
-                                            // preprocess still runs, and the dQ conversion while it does; each
-                                            // waits (griddepcontrol) only before it reads what the one before wrote
-  bool deterministic = false;               // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
-                                            // every configuration is built both ways (Cfg::Deterministic)
-  bool float16 = false;                     // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
-  bool window = false;                      // a sliding window: the walk leaves out the query tiles no query of
-                                            // which sees the block's keys, the masks the rest; built both ways
-                                            // too (Cfg::Windowed)
-  bool packed = false;                      // a packed batch of sequences of different lengths (Cfg::Packed, the
-                                            // product's packed backward): a block per (sequence, key tile, kv
-                                            // head) of a schedule, ragged TMA views; needs the dQ writer
+  int block_m = 64;            // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
+  bool dq_tma = false;         // dQ's share leaves through shared memory by TMA reduce-add, not atomics
+  bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
+                               // two stages on mbarriers: the computing warpgroups never meet to load
+  bool overlap_p = false;      // S^T and dP^T issued back to back, and only S^T waited for: P^T's
+                               // exponentials run while dP^T is still on the tensor cores
+  bool dq_writer = false;      // a warp of the producer's warpgroup adds dQ's shares (TMA reduce-adds,
+                               // and deterministic, the turns); the computing warpgroups hand them
+                               // over in shared memory (needs producer and dq_tma)
+  bool defer_turns = false;    // deterministic, the dQ writer passes a step's turns only after it has
+                               // issued the next step's adds: their landing overlaps that work
+  bool joint_turns = false;    // deterministic, where the warpgroups' parts of a step are disjoint
+                               // (split by queries or columns), the dQ writer issues both parts'
+                               // adds, waits once for both to land and passes the step's turn at once;
+                               // where they are not, defer_turns still holds
+  bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
+                               // copy without the mask's tests (the warp-specialised kernel)
+  bool pdl = false;            // programmatic dependent launch: the key-tile kernel may start while the
+                               // preprocess still runs, and the dQ conversion while it does; each
+                               // waits (griddepcontrol) only before it reads what the one before wrote
+  bool deterministic = false;  // dQ's shares added in turns (dq_turns.cuh); not a row's choice:
+                               // every configuration is built both ways (Cfg::Deterministic)
+  bool float16 = false;        // fp16 elements instead of bf16; also built both ways (Cfg::Float16)
+  bool window = false;         // a sliding window: the walk leaves out the query tiles no query of
+                               // which sees the block's keys, the masks the rest; built both ways
+                               // too (Cfg::Windowed)
+  bool packed = false;         // a packed batch of sequences of different lengths (Cfg::Packed, the
+                               // product's packed backward): a block per (sequence, key tile, kv
+                               // head) of a schedule, ragged TMA views; needs the dQ writer
+  // Deterministic, the blocks start head by head (each head's key tiles from the last), not key tile
+  // by key tile across the heads: a head's blocks then run side by side and share its query tiles
+  // in L2.
+  HeadMajor head_major = HeadMajor::never;
 };
 
 // The twin of a configuration for packed batches (product/packed_sm90.cu launches it).
