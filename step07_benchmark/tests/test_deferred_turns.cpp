@@ -385,6 +385,34 @@ TEST_SUITE("variants") {
     }
   }
 
+  TEST_CASE("v6b's default blocks head by head: every block once, a head's key tiles side by side from the first") {
+    // No turns to keep: the order only has to cover the grid once, and start a head's blocks one
+    // after another, the first key tile (with the causal mask, the longest walk) first.
+    for (const int slots : {1, 3, 8}) {
+      for (const int tiles : {1, 2, 5, 32}) {
+        INFO("slots " << slots << ", tiles " << tiles);
+        std::vector<int> started(static_cast<std::size_t>(slots * tiles), -1);
+        for (int i = 0; i < slots * tiles; ++i) {
+          const fa2::flash::BlockPlace at = fa2::flash::head_major_block(i, tiles, false);
+          REQUIRE(at.key_tile >= 0);
+          REQUIRE(at.key_tile < tiles);
+          REQUIRE(at.kv_slot >= 0);
+          REQUIRE(at.kv_slot < slots);
+          int& when = started[static_cast<std::size_t>(at.kv_slot * tiles + at.key_tile)];
+          CHECK(when == -1);
+          when = i;
+        }
+        for (int s = 0; s < slots; ++s) {
+          CHECK(started[static_cast<std::size_t>(s * tiles)] == s * tiles);
+          for (int n = 0; n + 1 < tiles; ++n) {
+            CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] ==
+                  started[static_cast<std::size_t>(s * tiles + n)] + 1);
+          }
+        }
+      }
+    }
+  }
+
   TEST_CASE("v6b's deterministic dQ turns: the model finds the three ways to break them") {
     // Split by keys, the second part's turn needs the first's, which the writer itself holds.
     Turns no_flush;

@@ -79,22 +79,24 @@ __device__ __forceinline__ int key_tile_of_block() {
   return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
 }
 
-// Head by head (v6b's head_major option, deterministic): the grid is as ever, but block i in the
-// order the GPU starts them (i = blockIdx.y gridDim.x + blockIdx.x) takes batch element
-// i / key tiles and, of its key tiles, the last first. The key tiles of a head then start side by
-// side and walk their query tiles a step or so apart, finding them in L2; in the grid's own order
-// (key tile by key tile across every head) a head's blocks start far apart and each reads its query
-// tiles from memory again. A block still waits only for blocks started before it. Thread 0 works
-// it out once (head_major_place_set) into the block's shared memory, where each use reads it; the
-// launch says by `head_major` whether this call starts head by head, or in the grid's own order.
+// Head by head (v6b's head_major option): the grid is as ever, but block i in the order the GPU
+// starts them (i = blockIdx.y gridDim.x + blockIdx.x) takes batch element i / key tiles and, of
+// its key tiles, the last first (deterministic) or the first first. The key tiles of a head then
+// start side by side and walk their query tiles a step or so apart, finding them in L2; in the
+// grid's own order (key tile by key tile across every head) a head's blocks start far apart and
+// each reads its query tiles from memory again. A deterministic block still waits only for blocks
+// started before it. Thread 0 works it out once (head_major_place_set) into the block's shared
+// memory, where each use reads it; the launch says by `head_major` whether this call starts head
+// by head, or in the grid's own order.
 __device__ __forceinline__ BlockPlace& head_major_place() {
   __shared__ BlockPlace place;
   return place;
 }
+template <bool DETERMINISTIC>
 __device__ __forceinline__ void head_major_place_set(bool head_major) {
   const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-  head_major_place() = head_major ? head_major_block(i, static_cast<int>(gridDim.y))
-                                  : BlockPlace{key_tile_of_block<true>(), static_cast<int>(blockIdx.x)};
+  head_major_place() = head_major ? head_major_block(i, static_cast<int>(gridDim.y), DETERMINISTIC)
+                                  : BlockPlace{key_tile_of_block<DETERMINISTIC>(), static_cast<int>(blockIdx.x)};
 }
 
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch

@@ -158,17 +158,19 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int last_key_tile_right(int m, int ke
   return last_seen / block_n < last ? last_seen / block_n : last;
 }
 
-// Head by head (the deterministic twins of v6b on long calls, device/backward_params.cuh): the key
-// tile and batch element of K and V of the i-th block to start, of `key_tiles` key tiles per batch
-// element: the batch elements one after another, each from its last key tile. (The grid's own
-// order, key tile by key tile across them, is block i = y gridDim.x + x: key tile
-// key_tiles - 1 - y, batch element x.) Either way a block starts after every block whose turn
-// comes before its own (tests/test_deferred_turns.cpp).
+// Head by head (v6b's twins on long calls, device/backward_params.cuh): the key tile and batch
+// element of K and V of the i-th block to start, of `key_tiles` key tiles per batch element: the
+// batch elements one after another, each from its last key tile (deterministic: the turns' order)
+// or, last_first false, from its first (the default twins; with the causal mask the first key tile
+// walks the most query tiles, so the longest start first). (The grid's own order, key tile by key
+// tile across them, is block i = y gridDim.x + x: key tile key_tiles - 1 - y deterministic, y
+// otherwise, batch element x.) Either way a deterministic block starts after every block whose
+// turn comes before its own (tests/test_deferred_turns.cpp).
 struct BlockPlace {
   int key_tile, kv_slot;
 };
-FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr BlockPlace head_major_block(int i, int key_tiles) {
-  return {key_tiles - 1 - i % key_tiles, i / key_tiles};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr BlockPlace head_major_block(int i, int key_tiles, bool last_first = true) {
+  return {last_first ? key_tiles - 1 - i % key_tiles : i % key_tiles, i / key_tiles};
 }
 
 // The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the

@@ -17,9 +17,9 @@
 namespace fa2::flash {
 
 // The order in which a deterministic twin's blocks start (the head_major option,
-// device/backward_params.cuh): key tile by key tile across the heads, as the grid has them (never);
-// head by head (always); or head by head only where a head has many key tiles (long_calls:
-// HopperBwdConfig::heads_one_after_another).
+// device/backward_params.cuh), and with head_major_default the default twin's too: key tile by key
+// tile across the heads, as the grid has them (never); head by head (always); or head by head only
+// where a head has many key tiles (long_calls: HopperBwdConfig::heads_one_after_another).
 enum class HeadMajor { never, always, long_calls };
 
 // What v6b's rows vary (product/kernels.def, lab/variants.def).
@@ -57,6 +57,9 @@ struct HopperBwdOptions {
   // by key tile across the heads: a head's blocks then run side by side and share its query tiles
   // in L2.
   HeadMajor head_major = HeadMajor::never;
+  // The default twin's blocks start head by head too, on the same calls (each head's key tiles from
+  // the first): without the turns' order to keep, only the sharing of the query tiles in L2.
+  bool head_major_default = false;
 };
 
 // The twin of a configuration for packed batches (product/packed_sm90.cu launches it).
@@ -102,17 +105,24 @@ struct HopperBwdConfig {
   static constexpr bool WINDOW = OPT.window;
   using Windowed = HopperBwdConfig<D_, CAUSAL_, windowed_twin(OPT)>;
   static constexpr bool PACKED = OPT.packed;
-  // head_major is for the deterministic twin of the dense kernel (the packed twin has its own order).
-  static constexpr bool HEAD_MAJOR = OPT.head_major != HeadMajor::never && OPT.deterministic && !OPT.packed;
+  // head_major is for the deterministic twin of the dense kernel, and with head_major_default for its
+  // default twin too (the packed twins have their own order).
+  static constexpr bool HEAD_MAJOR =
+      OPT.head_major != HeadMajor::never && (OPT.deterministic || OPT.head_major_default) && !OPT.packed;
   static_assert(OPT.head_major == HeadMajor::never || OPT.producer, "head by head: the warp-specialised kernel");
-  // Whether a call whose heads have `key_tiles` key tiles each starts its blocks head by head. On
-  // long calls (HeadMajor::long_calls) as measured on an H100 at B x H = 32 (step07's APPENDIX.md,
-  // G.10): with the causal mask from 32 key tiles (N = 4096) on; without it from 64 at head dim 128
-  // and 128 at 64, where the walks, all from the first query tile, otherwise wait the longer for
-  // their turns.
-  static constexpr bool heads_one_after_another(index_t key_tiles) {
+  static_assert(!OPT.head_major_default || OPT.head_major != HeadMajor::never,
+                "head_major_default: the default twin starts head by head where head_major says");
+  // Whether a call starts its blocks head by head, its heads having `key_tiles` key tiles each and
+  // their query tiles, dO and dQ's float32 accumulators `query_bytes` in all. Deterministic, on long
+  // calls (HeadMajor::long_calls) as measured on an H100 at B x H = 32 (step07's APPENDIX.md, G.10):
+  // with the causal mask from 32 key tiles (N = 4096) on; without it from 64 at head dim 128 and 128
+  // at 64, where the walks, all from the first query tile, otherwise wait the longer for their
+  // turns. The default twin (head_major_default), where those bytes overflow the L2 (`l2_bytes`):
+  // in the grid's order each head's blocks then read them from memory again.
+  static constexpr bool heads_one_after_another(index_t key_tiles, long long query_bytes, long long l2_bytes) {
     if constexpr (OPT.head_major == HeadMajor::long_calls) {
-      return key_tiles >= (CAUSAL_ ? 32 : D_ == 128 ? 64 : 128);
+      if constexpr (OPT.deterministic) return key_tiles >= (CAUSAL_ ? 32 : D_ == 128 ? 64 : 128);
+      return query_bytes > l2_bytes;
     } else {
       return OPT.head_major == HeadMajor::always;
     }
