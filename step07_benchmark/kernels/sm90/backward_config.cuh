@@ -118,11 +118,13 @@ struct HopperBwdConfig {
   // with the causal mask from 32 key tiles (N = 4096) on; without it from 64 at head dim 128 and 128
   // at 64, where the walks, all from the first query tile, otherwise wait the longer for their
   // turns. The default twin (head_major_default), where those bytes overflow the L2 (`l2_bytes`):
-  // in the grid's order each head's blocks then read them from memory again.
+  // in the grid's order each head's blocks then read them from memory again. With the causal mask
+  // only from 128 key tiles: below, the grid's order, the longest walks of every head first, ends
+  // the better balanced (G.11).
   static constexpr bool heads_one_after_another(index_t key_tiles, long long query_bytes, long long l2_bytes) {
     if constexpr (OPT.head_major == HeadMajor::long_calls) {
       if constexpr (OPT.deterministic) return key_tiles >= (CAUSAL_ ? 32 : D_ == 128 ? 64 : 128);
-      return query_bytes > l2_bytes;
+      return query_bytes > l2_bytes && (!CAUSAL_ || key_tiles >= 128);
     } else {
       return OPT.head_major == HeadMajor::always;
     }
