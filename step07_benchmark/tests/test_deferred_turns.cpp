@@ -24,7 +24,7 @@
 // what chains the blocks' turns one after the other (backward_dq_writer.cuh).
 #include <doctest/doctest.h>
 
-#include "step07_benchmark/kernels/device/tile_scheduler.hpp"  // head_major_block
+#include "step07_benchmark/kernels/device/tile_scheduler.hpp"  // grouped_block
 
 #include <algorithm>
 #include <cstddef>
@@ -294,6 +294,23 @@ Turns joint_turns() {
   return t;
 }
 
+// The places of a launch's blocks in the order grouped_block gives them, each (batch element, key
+// tile) once: started[slot * tiles + key tile] is the block's index in that order.
+std::vector<int> start_order(int slots, int tiles, int group, bool last_first) {
+  std::vector<int> started(static_cast<std::size_t>(slots * tiles), -1);
+  for (int i = 0; i < slots * tiles; ++i) {
+    const fa2::flash::BlockPlace at = fa2::flash::grouped_block(i, tiles, slots, group, last_first);
+    REQUIRE(at.key_tile >= 0);
+    REQUIRE(at.key_tile < tiles);
+    REQUIRE(at.kv_slot >= 0);
+    REQUIRE(at.kv_slot < slots);
+    int& when = started[static_cast<std::size_t>(at.kv_slot * tiles + at.key_tile)];
+    CHECK(when == -1);  // every (batch element, key tile) once
+    when = i;
+  }
+  return started;
+}
+
 }  // namespace
 
 TEST_SUITE("variants") {
@@ -354,30 +371,26 @@ TEST_SUITE("variants") {
     CHECK(Explorer(early).run().error == "adds landed out of order");
   }
 
-  TEST_CASE("v6b's deterministic blocks start after every block whose turn comes first, head by head too") {
-    // Block i of the launch order, in the grid's order (x: batch element, y: key tiles from the
-    // last) and head by head (head_major_block). A block's turns at a query tile come after those
-    // of the higher key tiles of its batch element: each of those must start before it.
+  TEST_CASE("v6b's deterministic blocks start after every block whose turn comes first, in groups of heads too") {
+    // A block's turns at a query tile come after those of the higher key tiles of its batch
+    // element: each of those must start before it, in the grid's order (group = slots: block
+    // i = y slots + x takes key tile tiles - 1 - y of element x), head by head (group 1) and in
+    // groups of every size, the last one smaller where it does not divide the slots.
     for (const int slots : {1, 3, 8}) {
       for (const int tiles : {1, 2, 5, 32}) {
-        for (const bool head_major : {false, true}) {
-          std::vector<int> started(static_cast<std::size_t>(slots * tiles), -1);
-          for (int i = 0; i < slots * tiles; ++i) {
-            const fa2::flash::BlockPlace at = head_major ? fa2::flash::head_major_block(i, tiles)
-                                                         : fa2::flash::BlockPlace{tiles - 1 - i / slots, i % slots};
-            REQUIRE(at.key_tile >= 0);
-            REQUIRE(at.key_tile < tiles);
-            REQUIRE(at.kv_slot >= 0);
-            REQUIRE(at.kv_slot < slots);
-            int& when = started[static_cast<std::size_t>(at.kv_slot * tiles + at.key_tile)];
-            CHECK(when == -1);  // every (batch element, key tile) once
-            when = i;
-          }
+        for (const int group : {1, 2, 3, slots}) {
+          if (group > slots) continue;
+          INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
+          const std::vector<int> started = start_order(slots, tiles, group, true);
           for (int s = 0; s < slots; ++s) {
             for (int n = 0; n + 1 < tiles; ++n) {
-              INFO("slots " << slots << ", tiles " << tiles << (head_major ? ", head by head" : ", grid order"));
               CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] <
                     started[static_cast<std::size_t>(s * tiles + n)]);
+            }
+          }
+          if (group == slots) {  // the grid's own order
+            for (int i = 0; i < slots * tiles; ++i) {
+              CHECK(started[static_cast<std::size_t>(i % slots * tiles + tiles - 1 - i / slots)] == i);
             }
           }
         }
@@ -385,28 +398,24 @@ TEST_SUITE("variants") {
     }
   }
 
-  TEST_CASE("v6b's default blocks head by head: every block once, a head's key tiles side by side from the first") {
-    // No turns to keep: the order only has to cover the grid once, and start a head's blocks one
-    // after another, the first key tile (with the causal mask, the longest walk) first.
+  TEST_CASE("v6b's default blocks in groups of heads: a group's blocks together, each head's from its first key tile") {
+    // No turns to keep: the order only has to cover the grid once, start a group's blocks before the
+    // next group's, and a head's key tiles from the first (with the causal mask, the longest walk).
     for (const int slots : {1, 3, 8}) {
       for (const int tiles : {1, 2, 5, 32}) {
-        INFO("slots " << slots << ", tiles " << tiles);
-        std::vector<int> started(static_cast<std::size_t>(slots * tiles), -1);
-        for (int i = 0; i < slots * tiles; ++i) {
-          const fa2::flash::BlockPlace at = fa2::flash::head_major_block(i, tiles, false);
-          REQUIRE(at.key_tile >= 0);
-          REQUIRE(at.key_tile < tiles);
-          REQUIRE(at.kv_slot >= 0);
-          REQUIRE(at.kv_slot < slots);
-          int& when = started[static_cast<std::size_t>(at.kv_slot * tiles + at.key_tile)];
-          CHECK(when == -1);
-          when = i;
-        }
-        for (int s = 0; s < slots; ++s) {
-          CHECK(started[static_cast<std::size_t>(s * tiles)] == s * tiles);
-          for (int n = 0; n + 1 < tiles; ++n) {
-            CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] ==
-                  started[static_cast<std::size_t>(s * tiles + n)] + 1);
+        for (const int group : {1, 2, 3, slots}) {
+          if (group > slots) continue;
+          INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
+          const std::vector<int> started = start_order(slots, tiles, group, false);
+          for (int s = 0; s < slots; ++s) {
+            const int first = s / group * group;  // its group's first element
+            const int size = std::min(group, slots - first);
+            for (int n = 0; n < tiles; ++n) {
+              const int when = started[static_cast<std::size_t>(s * tiles + n)];
+              CHECK(when >= first * tiles);  // inside its group's blocks
+              CHECK(when < (first + size) * tiles);
+              CHECK(when == first * tiles + n * size + (s - first));  // key tile by key tile, first first
+            }
           }
         }
       }

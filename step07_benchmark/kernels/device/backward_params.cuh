@@ -56,7 +56,7 @@ struct FastBwdParams {
   // (batch element, 32 query rows), stride_semb counters per batch element, which the
   // preprocess clears when `deterministic` is set.
   bool deterministic;
-  bool head_major;  // the twins built head by head (Cfg::HEAD_MAJOR): whether this call starts so
+  int head_group;  // the twins built to (Cfg::HEAD_MAJOR): batch elements per group of the start order
   std::int32_t* dq_semaphores;
   index_t stride_semb;
   // A packed batch (v6b's packed twins, Cfg::PACKED; packed_schedule.hpp): Q, dO, O, dQ and
@@ -79,24 +79,23 @@ __device__ __forceinline__ int key_tile_of_block() {
   return DETERMINISTIC ? static_cast<int>(gridDim.y - 1 - blockIdx.y) : static_cast<int>(blockIdx.y);
 }
 
-// Head by head (v6b's head_major option): the grid is as ever, but block i in the order the GPU
-// starts them (i = blockIdx.y gridDim.x + blockIdx.x) takes batch element i / key tiles and, of
-// its key tiles, the last first (deterministic) or the first first. The key tiles of a head then
-// start side by side and walk their query tiles a step or so apart, finding them in L2; in the
-// grid's own order (key tile by key tile across every head) a head's blocks start far apart and
-// each reads its query tiles from memory again. A deterministic block still waits only for blocks
-// started before it. Thread 0 works it out once (head_major_place_set) into the block's shared
-// memory, where each use reads it; the launch says by `head_major` whether this call starts head
-// by head, or in the grid's own order.
+// Head by head, or in groups of heads (v6b's head_major option): the grid is as ever, but block i
+// in the order the GPU starts them (i = blockIdx.y gridDim.x + blockIdx.x) takes its place from
+// grouped_block, p.head_group batch elements at a time. A group's key tiles then start side by side
+// and walk their query tiles a step or so apart, finding them in L2; in the grid's own order (key
+// tile by key tile across every head, head_group = gridDim.x) a head's blocks start far apart and
+// each reads its query tiles from memory again once they no longer fit there. A deterministic block
+// still waits only for blocks started before it. Thread 0 works the place out once
+// (head_major_place_set) into the block's shared memory, where each use reads it.
 __device__ __forceinline__ BlockPlace& head_major_place() {
   __shared__ BlockPlace place;
   return place;
 }
 template <bool DETERMINISTIC>
-__device__ __forceinline__ void head_major_place_set(bool head_major) {
+__device__ __forceinline__ void head_major_place_set(int head_group) {
   const int i = static_cast<int>(blockIdx.y * gridDim.x + blockIdx.x);
-  head_major_place() = head_major ? head_major_block(i, static_cast<int>(gridDim.y), DETERMINISTIC)
-                                  : BlockPlace{key_tile_of_block<DETERMINISTIC>(), static_cast<int>(blockIdx.x)};
+  head_major_place() =
+      grouped_block(i, static_cast<int>(gridDim.y), static_cast<int>(gridDim.x), head_group, DETERMINISTIC);
 }
 
 // The query tiles a key-tile block meets, in order. With grouped-query attention its keys (batch

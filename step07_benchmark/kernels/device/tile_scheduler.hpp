@@ -158,19 +158,26 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int last_key_tile_right(int m, int ke
   return last_seen / block_n < last ? last_seen / block_n : last;
 }
 
-// Head by head (v6b's twins on long calls, device/backward_params.cuh): the key tile and batch
-// element of K and V of the i-th block to start, of `key_tiles` key tiles per batch element: the
-// batch elements one after another, each from its last key tile (deterministic: the turns' order)
-// or, last_first false, from its first (the default twins; with the causal mask the first key tile
-// walks the most query tiles, so the longest start first). (The grid's own order, key tile by key
-// tile across them, is block i = y gridDim.x + x: key tile key_tiles - 1 - y deterministic, y
-// otherwise, batch element x.) Either way a deterministic block starts after every block whose
-// turn comes before its own (tests/test_deferred_turns.cpp).
+// The order in which v6b's key-tile blocks start (device/backward_params.cuh): the key tile and
+// batch element (kv slot) of K and V of the i-th block to start, of `key_tiles` key tiles per
+// element and `slots` elements, the elements taken `group` at a time: the blocks of a group, key
+// tile by key tile across its elements, all start before those of the next (the last group may be
+// smaller). Within a group, the key tiles from the last (deterministic: the turns' order) or,
+// last_first false, from the first (the default twins; with the causal mask the first key tile walks
+// the most query tiles, so the longest start first). group == slots is the grid's own order (block
+// i = y slots + x: key tile y from the last or first, element x); group == 1 head by head. Any
+// group: a deterministic block starts after every block whose turn comes before its own
+// (tests/test_deferred_turns.cpp).
 struct BlockPlace {
   int key_tile, kv_slot;
 };
-FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr BlockPlace head_major_block(int i, int key_tiles, bool last_first = true) {
-  return {last_first ? key_tiles - 1 - i % key_tiles : i % key_tiles, i / key_tiles};
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr BlockPlace grouped_block(int i, int key_tiles, int slots, int group,
+                                                                    bool last_first) {
+  const int first = i / (group * key_tiles) * group;  // the group's first element
+  const int size = slots - first < group ? slots - first : group;
+  const int j = i - first * key_tiles;  // the block's place in its group
+  const int tile = j / size;
+  return {last_first ? key_tiles - 1 - tile : tile, first + j % size};
 }
 
 // The query tile that the i-th block (of a head) takes. Without a mask, in order. Causal, the

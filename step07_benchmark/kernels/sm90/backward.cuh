@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     hopper_bwd_ws_block<Cfg>(item, maps);
   } else {
     if constexpr (Cfg::HEAD_MAJOR) {
-      if (threadIdx.x == 0) head_major_place_set<Cfg::DETERMINISTIC>(p.head_major);
+      if (threadIdx.x == 0) head_major_place_set<Cfg::DETERMINISTIC>(p.head_group);
       __syncthreads();
     }
     hopper_bwd_ws_block<Cfg>(p, maps);

@@ -18,9 +18,10 @@ namespace fa2::flash {
 
 // The order in which a deterministic twin's blocks start (the head_major option,
 // device/backward_params.cuh), and with head_major_default the default twin's too: key tile by key
-// tile across the heads, as the grid has them (never); head by head (always); or head by head only
-// where a head has many key tiles (long_calls: HopperBwdConfig::heads_one_after_another).
-enum class HeadMajor { never, always, long_calls };
+// tile across the heads, as the grid has them (never); head by head (always); head by head only
+// where a head has many key tiles (long_calls); or in groups of as many heads as the L2 holds the
+// query side of (l2_groups). HopperBwdConfig::head_group says which, per call.
+enum class HeadMajor { never, always, long_calls, l2_groups };
 
 // What v6b's rows vary (product/kernels.def, lab/variants.def).
 struct HopperBwdOptions {
@@ -112,21 +113,26 @@ struct HopperBwdConfig {
   static_assert(OPT.head_major == HeadMajor::never || OPT.producer, "head by head: the warp-specialised kernel");
   static_assert(!OPT.head_major_default || OPT.head_major != HeadMajor::never,
                 "head_major_default: the default twin starts head by head where head_major says");
-  // Whether a call starts its blocks head by head, its heads having `key_tiles` key tiles each and
-  // their query tiles, dO and dQ's float32 accumulators `query_bytes` in all. Deterministic, on long
-  // calls (HeadMajor::long_calls) as measured on an H100 at B x H = 32 (step07's APPENDIX.md, G.10):
-  // with the causal mask from 32 key tiles (N = 4096) on; without it from 64 at head dim 128 and 128
-  // at 64, where the walks, all from the first query tile, otherwise wait the longer for their
-  // turns. The default twin (head_major_default), where those bytes overflow the L2 (`l2_bytes`):
-  // in the grid's order each head's blocks then read them from memory again. With the causal mask
-  // only from 128 key tiles: below, the grid's order, the longest walks of every head first, ends
-  // the better balanced (G.11).
-  static constexpr bool heads_one_after_another(index_t key_tiles, long long query_bytes, long long l2_bytes) {
-    if constexpr (OPT.head_major == HeadMajor::long_calls) {
-      if constexpr (OPT.deterministic) return key_tiles >= (CAUSAL_ ? 32 : D_ == 128 ? 64 : 128);
-      return query_bytes > l2_bytes && (!CAUSAL_ || key_tiles >= 128);
+  // The batch elements (kv slots) per group of the start order (grouped_block) of a call of `slots`
+  // of them with `key_tiles` key tiles each, the query tiles, dO and dQ's float32 accumulators that
+  // one of them reads taking `slot_bytes`. HeadMajor::long_calls, as measured on an H100 at
+  // B x H = 32 (step07's APPENDIX.md, G.10 and G.11): deterministic, head by head with the causal
+  // mask from 32 key tiles (N = 4096); without it from 64 at head dim 128 and 128 at 64, where the
+  // walks, all from the first query tile, otherwise wait the longer for their turns. The default
+  // twin (head_major_default), head by head where every element's bytes overflow the L2
+  // (`l2_bytes`), in the grid's order each head's blocks then reading them from memory again; with
+  // the causal mask only from 128 key tiles, below which the grid's order, the longest walks of
+  // every head first, ends the better balanced. HeadMajor::l2_groups: as many elements as the L2
+  // holds the bytes of, at least one.
+  static constexpr int head_group(index_t key_tiles, int slots, long long slot_bytes, long long l2_bytes) {
+    if constexpr (OPT.head_major == HeadMajor::l2_groups) {
+      const long long fit = l2_bytes / (slot_bytes > 0 ? slot_bytes : 1);
+      return fit < 1 ? 1 : fit < slots ? static_cast<int>(fit) : slots;
+    } else if constexpr (OPT.head_major == HeadMajor::long_calls) {
+      if constexpr (OPT.deterministic) return key_tiles >= (CAUSAL_ ? 32 : D_ == 128 ? 64 : 128) ? 1 : slots;
+      return slot_bytes * slots > l2_bytes && (!CAUSAL_ || key_tiles >= 128) ? 1 : slots;
     } else {
-      return OPT.head_major == HeadMajor::always;
+      return OPT.head_major == HeadMajor::always ? 1 : slots;
     }
   }
   using Packed = HopperBwdConfig<D_, CAUSAL_, packed_twin(OPT)>;

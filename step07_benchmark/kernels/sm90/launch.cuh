@@ -177,9 +177,9 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     // (batch of K x parts of its group, key tiles)
     const dim3 grid(static_cast<unsigned>(a.k_shape[0] * p.group_splits), static_cast<unsigned>(key_blocks));
     FastBwdParams cp = p;
-    // Q, dO (2 bytes an element) and dQ's accumulators (4) of every head
-    const long long query_bytes = static_cast<long long>(B) * N_q * D * 8;
-    cp.head_major = C::heads_one_after_another(key_blocks, query_bytes, current_device().l2_bytes);
+    // Q, dO (2 bytes an element) and dQ's accumulators (4) of a block's query heads
+    const long long slot_bytes = static_cast<long long>(p.heads_per_block) * N_q * D * 8;
+    cp.head_group = C::head_group(key_blocks, static_cast<int>(grid.x), slot_bytes, current_device().l2_bytes);
     launch_kernel(C::PDL, kernel, grid, C::BLOCK_THREADS, smem, stream, cp, maps);
   };
   if (a.deterministic) {
