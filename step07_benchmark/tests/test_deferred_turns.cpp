@@ -294,6 +294,23 @@ Turns joint_turns() {
   return t;
 }
 
+// The launches the start orders are checked on: 1, 3 or 8 batch elements (slots) of 1 to 32 key
+// tiles, taken 1, 2, 3 or all at a time (the last group smaller where it does not divide them).
+struct Launch {
+  int slots, tiles, group;
+};
+std::vector<Launch> launches() {
+  std::vector<Launch> all;
+  for (const int slots : {1, 3, 8}) {
+    for (const int tiles : {1, 2, 5, 32}) {
+      for (const int group : {1, 2, 3, slots}) {
+        if (group <= slots) all.push_back({slots, tiles, group});
+      }
+    }
+  }
+  return all;
+}
+
 // The places of a launch's blocks in the order grouped_block gives them, each (batch element, key
 // tile) once: started[slot * tiles + key tile] is the block's index in that order.
 std::vector<int> start_order(int slots, int tiles, int group, bool last_first) {
@@ -376,23 +393,18 @@ TEST_SUITE("variants") {
     // element: each of those must start before it, in the grid's order (group = slots: block
     // i = y slots + x takes key tile tiles - 1 - y of element x), head by head (group 1) and in
     // groups of every size, the last one smaller where it does not divide the slots.
-    for (const int slots : {1, 3, 8}) {
-      for (const int tiles : {1, 2, 5, 32}) {
-        for (const int group : {1, 2, 3, slots}) {
-          if (group > slots) continue;
-          INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
-          const std::vector<int> started = start_order(slots, tiles, group, true);
-          for (int s = 0; s < slots; ++s) {
-            for (int n = 0; n + 1 < tiles; ++n) {
-              CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] <
-                    started[static_cast<std::size_t>(s * tiles + n)]);
-            }
-          }
-          if (group == slots) {  // the grid's own order
-            for (int i = 0; i < slots * tiles; ++i) {
-              CHECK(started[static_cast<std::size_t>(i % slots * tiles + tiles - 1 - i / slots)] == i);
-            }
-          }
+    for (const auto [slots, tiles, group] : launches()) {
+      INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
+      const std::vector<int> started = start_order(slots, tiles, group, true);
+      for (int s = 0; s < slots; ++s) {
+        for (int n = 0; n + 1 < tiles; ++n) {
+          CHECK(started[static_cast<std::size_t>(s * tiles + n + 1)] <
+                started[static_cast<std::size_t>(s * tiles + n)]);
+        }
+      }
+      if (group == slots) {  // the grid's own order
+        for (int i = 0; i < slots * tiles; ++i) {
+          CHECK(started[static_cast<std::size_t>(i % slots * tiles + tiles - 1 - i / slots)] == i);
         }
       }
     }
@@ -401,22 +413,17 @@ TEST_SUITE("variants") {
   TEST_CASE("v6b's default blocks in groups of heads: a group's blocks together, each head's from its first key tile") {
     // No turns to keep: the order only has to cover the grid once, start a group's blocks before the
     // next group's, and a head's key tiles from the first (with the causal mask, the longest walk).
-    for (const int slots : {1, 3, 8}) {
-      for (const int tiles : {1, 2, 5, 32}) {
-        for (const int group : {1, 2, 3, slots}) {
-          if (group > slots) continue;
-          INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
-          const std::vector<int> started = start_order(slots, tiles, group, false);
-          for (int s = 0; s < slots; ++s) {
-            const int first = s / group * group;  // its group's first element
-            const int size = std::min(group, slots - first);
-            for (int n = 0; n < tiles; ++n) {
-              const int when = started[static_cast<std::size_t>(s * tiles + n)];
-              CHECK(when >= first * tiles);  // inside its group's blocks
-              CHECK(when < (first + size) * tiles);
-              CHECK(when == first * tiles + n * size + (s - first));  // key tile by key tile, first first
-            }
-          }
+    for (const auto [slots, tiles, group] : launches()) {
+      INFO("slots " << slots << ", tiles " << tiles << ", group " << group);
+      const std::vector<int> started = start_order(slots, tiles, group, false);
+      for (int s = 0; s < slots; ++s) {
+        const int first = s / group * group;  // its group's first element
+        const int size = std::min(group, slots - first);
+        for (int n = 0; n < tiles; ++n) {
+          const int when = started[static_cast<std::size_t>(s * tiles + n)];
+          CHECK(when >= first * tiles);  // inside its group's blocks
+          CHECK(when < (first + size) * tiles);
+          CHECK(when == first * tiles + n * size + (s - first));  // key tile by key tile, first first
         }
       }
     }

@@ -56,7 +56,7 @@ struct FastBwdParams {
   // (batch element, 32 query rows), stride_semb counters per batch element, which the
   // preprocess clears when `deterministic` is set.
   bool deterministic;
-  int head_group;  // the twins built to (Cfg::HEAD_MAJOR): batch elements per group of the start order
+  int head_group;  // the twins that order their starts (Cfg::HEAD_MAJOR): batch elements per group
   std::int32_t* dq_semaphores;
   index_t stride_semb;
   // A packed batch (v6b's packed twins, Cfg::PACKED; packed_schedule.hpp): Q, dO, O, dQ and

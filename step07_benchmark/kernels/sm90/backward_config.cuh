@@ -54,11 +54,11 @@ struct HopperBwdOptions {
   bool packed = false;         // a packed batch of sequences of different lengths (Cfg::Packed, the
                                // product's packed backward): a block per (sequence, key tile, kv
                                // head) of a schedule, ragged TMA views; needs the dQ writer
-  // Deterministic, the blocks start head by head (each head's key tiles from the last), not key tile
-  // by key tile across the heads: a head's blocks then run side by side and share its query tiles
-  // in L2.
+  // Deterministic, the blocks start head by head or in groups of heads (each head's key tiles from
+  // the last), not key tile by key tile across all the heads: a head's blocks then run side by side
+  // and share its query tiles in L2. Which calls, HeadMajor says.
   HeadMajor head_major = HeadMajor::never;
-  // The default twin's blocks start head by head too, on the same calls (each head's key tiles from
+  // The default twin's blocks start so too, by head_major's rule for it (each head's key tiles from
   // the first): without the turns' order to keep, only the sharing of the query tiles in L2.
   bool head_major_default = false;
 };
