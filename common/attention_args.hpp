@@ -57,9 +57,8 @@ struct FlashFwdArgs {
   Extents<2> l_shape{}, l_strides{};
   bool causal = false;         // all: top-left aligned (common/window.hpp)
   std::optional<float> scale;  // all; default 1/sqrt(head_dim) (softmax_scale())
-  // A sliding window on top of the causal mask (common/window.hpp, where its rules are): all
-  // kernels read it in the forward; in the backward step 5 and sm80 do, and the sm90 backward takes
-  // none (the product's plan gives such calls the sm80 backward).
+  // A sliding window on top of the causal mask (common/window.hpp, where its rules are): every
+  // kernel reads it, forward and backward (the fast ones through their windowed twins).
   Window window{};
   // float32 inputs (step 5 only): true runs the products in TF32 (tl.dot's default, 11
   // significant bits per operand); false in 3xTF32, about float32's accuracy for three times the

@@ -1,7 +1,7 @@
 """A sliding window's speed, through the installed package: the fast forward and backward with a
 window of w keys per query against full attention on the same inputs. With a window, "fast" runs
-the kernels built for one: on an sm_90 GPU v6's windowed twins forward and v5's backward (the
-product's table picks none of v6b's windowed twins); elsewhere v5's both ways. Full attention is timed twice: as the window (N, N), which
+the kernels built for one: on an sm_90 GPU the windowed twins of v6's forward and of v6b's
+backward; elsewhere v5's both ways. Full attention is timed twice: as the window (N, N), which
 is bounded, so it runs the same windowed kernels, but past every key (the full computation: "x"
 is what skipping tiles buys), and without a window ("vs fast": the kernels "fast" runs then, v6 and
 v6b on an sm_90 GPU).

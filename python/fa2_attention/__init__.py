@@ -185,11 +185,11 @@ def flash_attention(q, k, v, is_causal=False, scale=None, kernel="step05", deter
         window and (-1, 0) alone is the causal mask. With is_causal=True both masks apply. Key
         tiles wholly outside every query's window are skipped, not computed and masked. A query
         that sees no key (possible when N_q > N_k + left) gets out = 0, lse = +inf and zero
-        gradients. With a window kernel="fast" runs v6's windowed forward on an sm_90 GPU and v5's
-        backward (the product's table picks none of v6b's windowed twins).
+        gradients. With a window kernel="fast" runs the windowed twins of v6's forward and v6b's
+        backward on an sm_90 GPU, and v5's elsewhere.
     kernel: "step05" (step 5's kernel; forward and backward, float32, bfloat16 and float16, CPU and
         CUDA) or "fast" (step 7's fast forward and backward: CUDA, bfloat16 and float16, D in 32/64/128; on an
-        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b (v5's with a window),
+        sm_90 GPU at D 64 and 128 the forward is v6 and the backward v6b,
         elsewhere both are v5's). An input that the chosen kernel cannot run raises RuntimeError saying why; no
         other kernel is tried in its place.
     deterministic: True makes dq, dk and dv the same bits on every run of the same inputs. dk

@@ -225,6 +225,7 @@ Implementation cublas_attention_implementation() {
   impl.family = "cublas";
   impl.unsupported = [](const Problem& p) {
     if (p.backward()) return std::string("no backward pass (standard attention's would be two more GEMM pairs)");
+    if (p.window.bounded()) return std::string("no sliding window");
     return p.heads() > INT_MAX || static_cast<index_t>(p.heads()) * p.N > INT_MAX
                ? std::string("more than 2^31 - 1 rows or batches for cuBLAS's int arguments")
                : std::string();

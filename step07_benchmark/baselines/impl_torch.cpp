@@ -215,7 +215,9 @@ Implementation sdpa_implementation(std::string name, std::string key, std::optio
   impl.name = std::move(name);
   impl.key = std::move(key);
   impl.family = "torch";
-  impl.unsupported = [](const Problem&) { return std::string(); };   // Torch decides, in prepare
+  impl.unsupported = [](const Problem& p) {  // Torch decides the rest, in prepare
+    return p.window.bounded() ? std::string("no sliding window (SDPA takes none)") : std::string();
+  };
   impl.extra_bytes = [](const Problem&) { return std::size_t{0}; };  // measured instead
   impl.prepare = [forced](const Problem& p, const AttentionBuffers& b, cudaStream_t stream) {
     auto sdpa = std::make_shared<TorchSdpa>(p, b, stream, forced);

@@ -47,10 +47,24 @@ struct Request {
   std::vector<std::string> sweeps;
   std::optional<std::vector<int>> n_values, d_values;
   std::string causal = "both";
+  std::vector<Window> windows = {Window{}};  // each problem once per window (--window)
   std::vector<Pass> passes = {Pass::forward, Pass::backward};
   int B = 4, H = 8;  // the article's
   bool no_ceilings = false;
 };
+
+// "4095:0" -> Window{4095, 0}, "none" -> Window{}: a UsageError naming `flag` otherwise.
+Window parse_window(std::string_view flag, const std::string& text) {
+  if (text == "none") return Window{};
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    throw cli::UsageError(std::string(flag), "'" + text + "': give LEFT:RIGHT (each -1 or more; -1 unbounded) or none");
+  }
+  const auto side = [&](std::string_view part) {
+    return cli::parse_integer<index_t>(flag, part, -1, index_t{1} << 30);
+  };
+  return Window{side(std::string_view(text).substr(0, colon)), side(std::string_view(text).substr(colon + 1))};
+}
 
 // A key of --baseline or --decide: registered, and timed (among --impl when that is given).
 void check_timed_key(std::string_view flag, const std::string& key, const Options& o) {
@@ -82,6 +96,15 @@ cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
               [&r](std::string_view flag, const std::string& value) { r.d_values = parse_int_list(flag, value); })
       .choice("--causal", r.causal, {"both", "yes", "no"},
               "which problems of the sweep: causal ones, the others, or both")
+      .custom("--window", "LIST",
+              "sliding windows, each LEFT:RIGHT (query q sees keys q - LEFT .. q + RIGHT, -1 unbounded) or none: "
+              "every problem once per window (default none), e.g. 4095:0,none; implementations without a window "
+              "(SDPA, cuBLAS, some of the lab's rows) say so",
+              [&r](std::string_view flag, const std::string& value) {
+                r.windows.clear();
+                for (const auto& item : cli::split_list(value)) r.windows.push_back(parse_window(flag, item));
+                if (r.windows.empty()) throw cli::UsageError(std::string(flag), "empty list, give e.g. 4095:0,none");
+              })
       .custom(
           "--pass", "LIST", "which passes to time: fwd, bwd or fwd,bwd (the default)",
           [&r](std::string_view flag, const std::string& value) {
@@ -233,10 +256,13 @@ Options parse_options(const std::vector<std::string>& args, const std::vector<st
   }
   std::vector<Problem> with_passes;
   for (const Problem& p : o.problems) {
-    for (Pass pass : r.passes) {
-      Problem q = p;
-      q.pass = pass;
-      if (std::find(with_passes.begin(), with_passes.end(), q) == with_passes.end()) with_passes.push_back(q);
+    for (const Window& w : r.windows) {
+      for (Pass pass : r.passes) {
+        Problem q = p;
+        q.pass = pass;
+        q.window = w;
+        if (std::find(with_passes.begin(), with_passes.end(), q) == with_passes.end()) with_passes.push_back(q);
+      }
     }
   }
   o.problems = std::move(with_passes);

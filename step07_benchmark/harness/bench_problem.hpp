@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/numeric.hpp"
+#include "common/window.hpp"
 
 namespace fa2::bench {
 
@@ -25,15 +26,21 @@ struct Problem {
   int D = 64;
   bool causal = false;
   Pass pass = Pass::forward;
+  Window window{};  // a sliding window (common/window.hpp), on top of the causal mask where both are set
 
   index_t heads() const { return static_cast<index_t>(B) * H; }                     // B*H independent attentions
   index_t qkv_elements() const { return heads() * N * D; }                          // elements of one of Q, K, V, O
   index_t score_elements() const { return heads() * N * static_cast<index_t>(N); }  // of S or P
   bool backward() const { return pass == Pass::backward; }
-  std::string label() const;  // "B=4 H=8 N=4096 D=64 causal", "... backward"
+  std::string label() const;  // "B=4 H=8 N=4096 D=64 causal", "... window=(4095,0) backward"
 };
 
 bool operator==(const Problem& a, const Problem& b);
+
+// A problem's window as the label and the CSVs write it: "(4095,0)", and "" without one; and back
+// (std::invalid_argument on anything else).
+std::string window_text(const Window& w);
+Window window_from_text(const std::string& text);
 
 // The article's count: two matrix products (Q K^T and P V) of N*N*D multiply-adds per head,
 // two FLOPs per multiply-add, halved for causal because only the lower triangle is needed.
@@ -42,7 +49,7 @@ bool operator==(const Problem& a, const Problem& b);
 // article calls that rate flattered; it is the opposite: the count leaves out work that was done.)
 // The backward counts 2.5 times the forward (FlashAttention's convention: five products of
 // N*N*D multiply-adds, Q K^T again, dV, dP, dQ and dK, against the forward's two), also halved
-// for causal.
+// for causal. With a window, 4*D FLOPs a forward per (query, key) pair the masks leave, counted.
 double attention_flops(const Problem& p);
 
 // Device bytes of everything a fused kernel touches. Forward: Q, K, V and O (bf16) plus L

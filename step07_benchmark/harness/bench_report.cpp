@@ -260,7 +260,8 @@ std::string csv_escape(const std::string& field) {
 
 std::string csv_header() {
   return "gpu,impl,name,B,H,N,D,causal,pass,status,ms_median,ms_min,ms_p20,ms_p80,reps,tflops,peak_mib,peak_source,"
-         "max_err_vs_ref,max_err_vs_fp64,backend,note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events\n";
+         "max_err_vs_ref,max_err_vs_fp64,backend,note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events,"
+         "window\n";
 }
 
 std::string csv_row(const Measurement& m, const std::string& gpu) {
@@ -297,6 +298,7 @@ std::string csv_row(const Measurement& m, const std::string& gpu) {
   const std::vector<std::string> gpu_fields =
       full_stats ? sample_fields(m.gpu) : std::vector<std::string>(sample_fields(GpuSample{}).size());
   f.insert(f.end(), gpu_fields.begin(), gpu_fields.end());
+  f.push_back(window_text(m.problem.window));
   std::string out;
   for (std::size_t i = 0; i < f.size(); ++i) out += (i ? "," : "") + csv_escape(f[i]);
   return out + "\n";
@@ -388,6 +390,7 @@ std::vector<Measurement> from_csv(const std::string& text) {
       m.problem.N = std::stoi(field("N"));
       m.problem.D = std::stoi(field("D"));
       m.problem.causal = field("causal") == "true";
+      if (column("window") && !field("window").empty()) m.problem.window = window_from_text(field("window"));
       if (column("pass")) {
         const std::string& pass = field("pass");
         if (pass != "fwd" && pass != "bwd") throw std::invalid_argument("pass '" + pass + "', allowed fwd or bwd");
@@ -421,7 +424,7 @@ std::vector<std::string> problem_fields(const Problem& p) {
 
 std::string problem_cells(const Problem& p) {
   return "D=" + std::to_string(p.D) + " N=" + std::to_string(p.N) + (p.causal ? " causal" : "") +
-         (p.backward() ? " backward" : "");
+         (p.window.bounded() ? " window=" + window_text(p.window) : "") + (p.backward() ? " backward" : "");
 }
 
 // Two implementations timed in the same rounds: both ok, the same number of rounds.
@@ -437,7 +440,7 @@ std::string ratio_cell(double v) {
 
 std::string rounds_csv(const std::vector<Measurement>& all, const std::string& gpu) {
   std::string out = join_csv({"gpu", "impl", "B", "H", "N", "D", "causal", "pass", "round", "position", "ms_median",
-                              "reps", "sm_mhz", "mem_mhz", "power_w", "temp_c", "clock_events"});
+                              "reps", "sm_mhz", "mem_mhz", "power_w", "temp_c", "clock_events", "window"});
   for (const auto& m : all) {
     if (m.status != Status::ok) continue;
     for (std::size_t r = 0; r < m.round_ms.size(); ++r) {
@@ -450,6 +453,7 @@ std::string rounds_csv(const std::vector<Measurement>& all, const std::string& g
       f.push_back(r < m.round_reps.size() ? std::to_string(m.round_reps[r]) : std::string());
       const auto g = sample_fields(r < m.round_gpu.size() ? m.round_gpu[r] : GpuSample{});
       f.insert(f.end(), g.begin(), g.end());
+      f.push_back(window_text(m.problem.window));
       out += join_csv(f);
     }
   }
@@ -489,14 +493,14 @@ std::string pairs_table(const std::vector<PairResult>& results) {
 
 std::string pairs_csv(const std::vector<PairResult>& results, const std::string& gpu) {
   std::string out = join_csv({"gpu", "impl", "against", "B", "H", "N", "D", "causal", "pass", "rounds", "ratio_median",
-                              "ratio_q1", "ratio_q3", "ratio_min", "ratio_max", "verdict"});
+                              "ratio_q1", "ratio_q3", "ratio_min", "ratio_max", "verdict", "window"});
   for (const auto& r : results) {
     std::vector<std::string> f = {gpu, r.impl, r.against};
     const auto p = problem_fields(r.problem);
     f.insert(f.end(), p.begin(), p.end());
     f.insert(f.end(), {std::to_string(r.spread.rounds), format_fixed(r.spread.median, 4), format_fixed(r.spread.q1, 4),
                        format_fixed(r.spread.q3, 4), format_fixed(r.spread.min, 4), format_fixed(r.spread.max, 4),
-                       to_string(r.verdict)});
+                       to_string(r.verdict), window_text(r.problem.window)});
     out += join_csv(f);
   }
   return out;

@@ -47,29 +47,37 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, cudaStream_t st
   FA2_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-// Softmax attention of one query row in float64, with the causal mask k <= q.
+// Softmax attention of one query row in float64, over the keys the causal mask (k <= q) and the
+// window leave it; a row that sees no key is 0 (common/window.hpp).
 std::vector<double> reference_row(const Problem& p, const std::vector<bf16>& q_row, const std::vector<bf16>& K,
                                   const std::vector<bf16>& V, int q) {
   const auto D = static_cast<std::size_t>(p.D);
   const double scale = 1.0 / std::sqrt(static_cast<double>(p.D));
-  const int last = p.causal ? q : p.N - 1;
-  std::vector<double> s(static_cast<std::size_t>(last) + 1);
+  std::vector<std::size_t> keys;
+  for (int k = 0; k < p.N; ++k) {
+    if (sees(p.causal, p.window, q, k)) keys.push_back(static_cast<std::size_t>(k));
+  }
+  std::vector<double> s(keys.size());
   double m = -std::numeric_limits<double>::infinity();
-  for (std::size_t k = 0; k < s.size(); ++k) {
+  for (std::size_t i = 0; i < keys.size(); ++i) {
     double dot = 0.0;
-    for (std::size_t d = 0; d < D; ++d)
-      dot += static_cast<double>(static_cast<float>(q_row[d])) * static_cast<double>(static_cast<float>(K[k * D + d]));
-    s[k] = dot * scale;
-    m = std::max(m, s[k]);
+    for (std::size_t d = 0; d < D; ++d) {
+      dot += static_cast<double>(static_cast<float>(q_row[d])) *
+             static_cast<double>(static_cast<float>(K[keys[i] * D + d]));
+    }
+    s[i] = dot * scale;
+    m = std::max(m, s[i]);
   }
   std::vector<double> out(D, 0.0);
   double l = 0.0;
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    const double w = std::exp(s[k] - m);
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const double w = std::exp(s[i] - m);
     l += w;
-    for (std::size_t d = 0; d < D; ++d) out[d] += w * static_cast<double>(static_cast<float>(V[k * D + d]));
+    for (std::size_t d = 0; d < D; ++d) out[d] += w * static_cast<double>(static_cast<float>(V[keys[i] * D + d]));
   }
-  for (double& x : out) x /= l;
+  if (l > 0.0) {
+    for (double& x : out) x /= l;
+  }
   return out;
 }
 

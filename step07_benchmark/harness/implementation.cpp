@@ -16,9 +16,11 @@ namespace fa2::bench {
 FlashFwdArgs flash_args_for(const Problem& p, const AttentionBuffers& b) {
   const Extents<3> shape{p.heads(), p.N, p.D};
   const Extents<2> l_shape{p.heads(), p.N};
-  return make_flash_args<bf16>(TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
-                               TensorView<const bf16, 3>(b.v, shape), TensorView<bf16, 3>(b.o, shape),
-                               TensorView<float, 2>(b.l, l_shape), p.causal);
+  FlashFwdArgs a = make_flash_args<bf16>(TensorView<const bf16, 3>(b.q, shape), TensorView<const bf16, 3>(b.k, shape),
+                                         TensorView<const bf16, 3>(b.v, shape), TensorView<bf16, 3>(b.o, shape),
+                                         TensorView<float, 2>(b.l, l_shape), p.causal);
+  a.window = p.window;
+  return a;
 }
 
 namespace {
@@ -44,6 +46,7 @@ struct BackwardWork {
                                      TensorView<float, 3>(dq_accum.data(), shape), TensorView<bf16, 3>(b.dk, shape),
                                      TensorView<bf16, 3>(b.dv, shape), p.causal);
     args.deterministic = deterministic;
+    args.window = p.window;
     if (deterministic) args.dq_semaphores = dq_semaphores.data();
   }
 };

@@ -119,6 +119,24 @@ TEST_SUITE("napkin") {
     CHECK(attention_flops(Problem{1, 1, 16, 16, false}) == doctest::Approx(4.0 * 16 * 16 * 16));
   }
 
+  TEST_CASE("with a window the FLOPs count the (query, key) pairs the masks leave, one by one") {
+    for (bool causal : {false, true}) {
+      for (const fa2::Window w : {fa2::Window{3, 0}, fa2::Window{2, 5}, fa2::Window{-1, 1}, fa2::Window{0, -1}}) {
+        Problem p{2, 3, 37, 16, causal};
+        p.window = w;
+        double pairs = 0;
+        for (int q = 0; q < p.N; ++q)
+          for (int k = 0; k < p.N; ++k) pairs += fa2::sees(causal, w, q, k) ? 1 : 0;
+        CAPTURE(causal);
+        CAPTURE(w.left);
+        CAPTURE(w.right);
+        CHECK(attention_flops(p) == doctest::Approx(4.0 * 6 * 16 * pairs));
+        p.pass = Pass::backward;
+        CHECK(attention_flops(p) == doctest::Approx(2.5 * 4.0 * 6 * 16 * pairs));
+      }
+    }
+  }
+
   TEST_CASE("the backward counts 2.5 times the forward's FLOPs, halved for causal, and moves dO and the gradients") {
     Problem p{4, 8, 4096, 64, false};
     const double forward = attention_flops(p);
@@ -279,6 +297,19 @@ TEST_SUITE("options") {
         std::vector<std::string>{"--sweep", "d128", "--causal=no", "--batch=2", "--heads", "16", "--pass=fwd"}, kKeys);
     CHECK(o.problems.size() == 3);
     CHECK(o.problems[0] == Problem{2, 16, 1024, 128, false});
+  }
+
+  TEST_CASE("--window runs every problem once per window, and refuses what is not LEFT:RIGHT or none") {
+    const Options o = parse_options(
+        std::vector<std::string>{"--n=4096", "--causal=yes", "--window=4095:0,none", "--pass=bwd"}, kKeys);
+    REQUIRE(o.problems.size() == 2);
+    CHECK(o.problems[0].window == fa2::Window{4095, 0});
+    CHECK_FALSE(o.problems[1].window.bounded());
+    CHECK(o.problems[0].label() == "B=4 H=8 N=4096 D=64 causal window=(4095,0) backward");
+    CHECK_FALSE(o.problems[0] == o.problems[1]);  // the window is part of the problem
+    CHECK(option_error({"--window=4095"}).find("LEFT:RIGHT") != std::string::npos);
+    CHECK(option_error({"--window=-2:0"}).find("--window") != std::string::npos);
+    CHECK(option_error({"--window=4:x"}).find("--window") != std::string::npos);
   }
 
   TEST_CASE("--n and --d make a custom grid") {
@@ -517,6 +548,22 @@ TEST_SUITE("report") {
     CHECK_THROWS_AS(fa2::bench::from_csv("header\na,b,c\n"), std::invalid_argument);
   }
 
+  TEST_CASE("the CSV's window column round-trips, empty for a problem without one") {
+    fa2::bench::Measurement m;
+    m.key = "v6b.16";
+    m.problem.causal = true;
+    m.problem.window = fa2::Window{4095, 0};
+    const std::string csv = fa2::bench::to_csv({m}, "g");
+    CHECK(csv.find(",\"(4095,0)\"\n") != std::string::npos);
+    const auto back = fa2::bench::from_csv(csv);
+    REQUIRE(back.size() == 1);
+    CHECK(back[0].problem.window == fa2::Window{4095, 0});
+    m.problem.window = fa2::Window{};
+    CHECK_FALSE(fa2::bench::from_csv(fa2::bench::to_csv({m}, "g"))[0].problem.window.bounded());
+    CHECK_THROWS_AS(fa2::bench::window_from_text("(4095;0)"), std::invalid_argument);
+    CHECK_THROWS_AS(fa2::bench::window_from_text("(-3,0)"), std::invalid_argument);
+  }
+
   TEST_CASE("the CSV's pass column round-trips, and a CSV written before it existed reads as forward passes") {
     fa2::bench::Measurement m;
     m.key = "ours16";
@@ -533,6 +580,7 @@ TEST_SUITE("report") {
     const auto old = fa2::bench::from_csv(old_csv);
     REQUIRE(old.size() == 1);
     CHECK_FALSE(old[0].problem.backward());
+    CHECK_FALSE(old[0].problem.window.bounded());  // nor a window column
     CHECK(old[0].tflops == doctest::Approx(235.2));
     const std::string bad_pass =
         fa2::bench::to_csv({m}, "g").replace(fa2::bench::to_csv({m}, "g").find(",bwd,"), 5, ",sideways,");
@@ -661,12 +709,12 @@ TEST_SUITE("repeat") {
     CHECK(table.find("faster") != std::string::npos);
     const std::string csv = pairs_csv(rows, "NVIDIA H200");
     CHECK(csv.rfind("gpu,impl,against,B,H,N,D,causal,pass,rounds,ratio_median,ratio_q1,ratio_q3,ratio_min,ratio_max,"
-                    "verdict\n",
+                    "verdict,window\n",
                     0) == 0);
     CHECK(count(csv, "\n") == 3);
     // p1's ratios 1/0.98, 1.02/1, 0.99/0.97, 1.01/0.99, 1/0.98: min 1.0200, median 1.0204.
     CHECK(csv.find("NVIDIA H200,v6.17,v6.11,4,8,4096,128,false,fwd,5,1.0204,") != std::string::npos);
-    CHECK(csv.find(",1.0206,faster\n") != std::string::npos);  // the largest: 0.99 / 0.97
+    CHECK(csv.find(",1.0206,faster,\n") != std::string::npos);  // the largest: 0.99 / 0.97
   }
 
   TEST_CASE("--decide takes the candidate only where it wins outside the spread and says why elsewhere") {
@@ -698,12 +746,12 @@ TEST_SUITE("repeat") {
     failed.status = Status::failed;
     const std::string csv = rounds_csv({m, failed}, "NVIDIA H200");
     CHECK(csv.rfind("gpu,impl,B,H,N,D,causal,pass,round,position,ms_median,reps,sm_mhz,mem_mhz,power_w,temp_c,"
-                    "clock_events\n",
+                    "clock_events,window\n",
                     0) == 0);
     CHECK(count(csv, "\n") == 3);  // the header and v6.11's two rounds; the failed one has none
-    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,0,0,0.51000,20,n/a,n/a,n/a,n/a,n/a\n") !=
+    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,0,0,0.51000,20,n/a,n/a,n/a,n/a,n/a,\n") !=
           std::string::npos);
-    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,1,1,0.52000,20,1980,3201,504.8,49,sw_power_cap\n") !=
+    CHECK(csv.find("NVIDIA H200,v6.11,4,8,4096,128,false,fwd,1,1,0.52000,20,1980,3201,504.8,49,sw_power_cap,\n") !=
           std::string::npos);
   }
 
@@ -712,17 +760,18 @@ TEST_SUITE("repeat") {
     Measurement m = in_rounds("v6.11", p, {0.51, 0.52, 0.50});
     m.gpu = GpuSample{1965u, 3201u, 480.0, 55u, std::uint64_t{0}};
     const std::string header = csv_header();
-    CHECK(header.find(",note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events\n") != std::string::npos);
-    CHECK(csv_row(m, "g").find(",do_bench,3,1965,3201,480.0,55,none\n") != std::string::npos);
+    CHECK(header.find(",note,timing,rounds,sm_mhz,mem_mhz,power_w,temp_c,clock_events,window\n") != std::string::npos);
+    CHECK(csv_row(m, "g").find(",do_bench,3,1965,3201,480.0,55,none,\n") != std::string::npos);
     m.gpu = GpuSample{};
-    CHECK(csv_row(m, "g").find(",do_bench,3,n/a,n/a,n/a,n/a,n/a\n") != std::string::npos);
+    CHECK(csv_row(m, "g").find(",do_bench,3,n/a,n/a,n/a,n/a,n/a,\n") != std::string::npos);
     Measurement single = timed("v5", p, 0.6);
     single.timing = "isolated";
     CHECK(csv_row(single, "g").find(",isolated,1,n/a,") != std::string::npos);
     single.status = Status::unsupported;
     single.note = "head dim";
     const std::string row = csv_row(single, "g");
-    CHECK(row.substr(row.size() - 17) == ",head dim,,,,,,,\n");  // timing, rounds and the five NVML fields empty
+    // timing, rounds, the five NVML fields and the window empty
+    CHECK(row.substr(row.size() - 18) == ",head dim,,,,,,,,\n");
   }
 }
 

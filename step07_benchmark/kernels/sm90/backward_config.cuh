@@ -42,6 +42,9 @@ struct HopperBwdOptions {
                                // where they are not, defer_turns still holds
   bool masked_apart = false;   // the steps a mask may touch run one copy of the step, the others a
                                // copy without the mask's tests (the warp-specialised kernel)
+  bool wide_windows = false;   // with masked_apart, the windowed twins keep 128-query steps too
+  bool dq_chained = false;     // dQ's product issued right behind dV's and dK's, one wait for the three,
+                               // where the warpgroup otherwise waits for dV and dK before its barrier
   bool pdl = false;            // programmatic dependent launch: the key-tile kernel may start while the
                                // preprocess still runs, and the dQ conversion while it does; each
                                // waits (griddepcontrol) only before it reads what the one before wrote
@@ -77,20 +80,23 @@ struct HopperBwdConfig {
   static constexpr int NUM_THREADS = 128 * WARPGROUPS;  // what the cp.async loads split over
   static constexpr int WG_KEYS = 64;                    // the M of every key-row product
   static constexpr int BLOCK_N = WG_KEYS * WARPGROUPS;  // keys per block
-  // masked_apart is for the causal twin of 128-query steps: without the mask it spills (ptxas for
-  // sm_90a), and the windowed twin takes 64-query steps; both are built as without it.
-  static constexpr bool MASKED_APART = OPT.masked_apart && OPT.block_m == 128 && CAUSAL_ && !OPT.window;
-  // The windowed twin of a row of 128-query steps takes 64: with the window's masks, 128 spill. So
-  // does the causal twin of one with the producer, in its 240 registers, unless the masked steps
-  // run apart from the others.
+  // masked_apart is for the causal twin of 128-query steps, and with wide_windows for the windowed
+  // twins too: without a mask or a window it spills (ptxas for sm_90a), and is built as without it.
+  static constexpr bool MASKED_APART =
+      OPT.masked_apart && OPT.block_m == 128 && (OPT.window ? OPT.wide_windows : CAUSAL_);
+  // The windowed twin of a row of 128-query steps takes 64 unless its masked steps run apart: with
+  // the window's masks beside S^T and dP^T, 128 spill. So does the causal twin of one with the
+  // producer, in its 240 registers.
   static constexpr int BLOCK_M =
-      (OPT.window || (CAUSAL_ && OPT.producer && !MASKED_APART)) && OPT.block_m == 128 ? 64 : OPT.block_m;
+      (OPT.window || (CAUSAL_ && OPT.producer)) && !MASKED_APART && OPT.block_m == 128 ? 64 : OPT.block_m;
+  static_assert(!OPT.wide_windows || OPT.masked_apart, "wide_windows: the windowed steps' masks run apart");
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
   // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
   // bytes): the windowed twin waits for both products.
   static constexpr bool OVERLAP_P = OPT.overlap_p && !(OPT.window && D_ == 128);
   static constexpr bool DQ_WRITER = OPT.dq_writer;
+  static constexpr bool DQ_CHAINED = OPT.dq_chained;
   static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
                 "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn

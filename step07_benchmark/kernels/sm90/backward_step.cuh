@@ -13,6 +13,7 @@
 #include "step07_benchmark/kernels/device/backward_params.cuh"
 #include "step07_benchmark/kernels/device/dq_turns.cuh"
 #include "step07_benchmark/kernels/device/layouts.hpp"
+#include "step07_benchmark/kernels/device/visible_columns.hpp"
 #include "step07_benchmark/kernels/ptx/mma.cuh"
 #include "step07_benchmark/kernels/ptx/tma.cuh"
 #include "step07_benchmark/kernels/ptx/wgmma.cuh"
@@ -24,17 +25,16 @@ namespace fa2::flash {
 // Which elements of a warpgroup's S^T tile of one step P^T must leave at exactly 0: keys past
 // N_KEYS, causal, keys after their query, and windowed, keys outside their query's window. (The
 // padded query rows need no mask: their dO, L and D_i are zero, so their dS is 0, and their P meets
-// a zero dO row in dV; a query that sees no key has L = +inf, and its P is 0 throughout.) Row h's
-// key (th.row + 8h) is out past N_KEYS; causal, column c = 8t + i (query q0 + col + c) masks it
-// when key - (q0 + col) > c: two numbers per row instead of an index per element. Windowed, also
-// where key - query (that number less c) is below -left or, without the causal mask (which already
-// hides what a right edge >= 0 would), above right.
+// a zero dO row in dV; a query that sees no key has L = +inf, and its P is 0 throughout.) Row h
+// (key th.row + 8h) sees the columns c = 8t + i (query q0 + col + c) of its VisibleColumns,
+// tested against the constant c instead of the masks' arithmetic per element, and held in as few
+// registers as the masks need: with a window both bounds, with the causal mask alone the first
+// (the last is the step's), without either whether the key is past N_KEYS.
 template <class Cfg>
 struct KeyRowMask {
   bool any;  // some element of the step may be masked: the loops test `masked` only then
+  VisibleColumns rows[2];
   bool key_out[2];
-  int key_ahead[2];
-  int window_left, window_right;
   // Whether the step of query tile q0 may mask one of the warpgroup's elements.
   __device__ __forceinline__ static bool needed(int q0, int N_KEYS, int left, int right, const BwdThread& th) {
     const bool ragged = th.key0 + Cfg::WG_KEYS > N_KEYS;
@@ -46,21 +46,18 @@ struct KeyRowMask {
     return ragged || straddles || window_edge;
   }
   __device__ __forceinline__ KeyRowMask(int q0, int N_KEYS, int left, int right, const BwdThread& th)
-      : any(needed(q0, N_KEYS, left, right, th)), window_left(left), window_right(right) {
+      : any(needed(q0, N_KEYS, left, right, th)) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int key = th.key0 + th.row + 8 * h;
+      rows[h] = visible_columns<Cfg::CAUSAL, Cfg::WINDOW>(key, q0 + th.col, N_KEYS, left, right, Cfg::BLOCK_M);
       key_out[h] = key >= N_KEYS;
-      key_ahead[h] = key - (q0 + th.col);
     }
   }
   __device__ __forceinline__ bool masked(int h, int c) const {
-    if (key_out[h] || (Cfg::CAUSAL && key_ahead[h] > c)) return true;
-    if constexpr (Cfg::WINDOW) {
-      const int ahead = key_ahead[h] - c;  // key - query
-      if (ahead < -window_left || (!Cfg::CAUSAL && ahead > window_right)) return true;
-    }
-    return false;
+    if constexpr (Cfg::WINDOW) return !rows[h].sees(c);
+    if constexpr (Cfg::CAUSAL) return c < rows[h].first;
+    return key_out[h];
   }
 };
 // The mask of a step in which KeyRowMask::needed says nothing is masked (masked_apart): no test
@@ -309,13 +306,19 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   issue_keys_by_dims<Cfg>(dv, pf, adO);  // dV_w += P^T dO_i
   issue_keys_by_dims<Cfg>(dk, dsf, aQ);  // dK_w += dS^T Q_i
   // P^T's and dS^T's fragments are read until dV's and dK's products end: waiting for them here
-  // frees those registers for dQ's share (at head dim 128, 64 more per thread).
-  wgmma_wait<0>();
-  fence_fragments(pf);
-  fence_fragments(dsf);
-  fence_accumulators(dv);
-  fence_accumulators(dk);
-  after_reads();
+  // frees those registers for dQ's share (at head dim 128, 64 more per thread). Chained
+  // (dq_chained), dQ's product is issued behind them instead, and one wait ends all three.
+  const auto dkv_landed = [&] {
+    fence_fragments(pf);
+    fence_fragments(dsf);
+    fence_accumulators(dv);
+    fence_accumulators(dk);
+    after_reads();
+  };
+  if constexpr (!Cfg::DQ_CHAINED) {
+    wgmma_wait<0>();
+    dkv_landed();
+  }
   const bool first_thread = threadIdx.x % 128 == 0;  // the warpgroup's thread that issues its reduce-adds
   // dq_tma: the reduce-add of two steps ago has read the staging tile this step writes (the
   // first thread's bulk groups complete in order; the barrier below passes that on). With the dQ
@@ -351,6 +354,7 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   const QueryPart<Cfg> part(wg);
   issue_query_share<Cfg>(dq, adS, aK, part);  // dq = dS K_j, the warpgroup's part
   wgmma_wait<0>();
+  if constexpr (Cfg::DQ_CHAINED) dkv_landed();
   fence_accumulators(dq);
   if constexpr (Cfg::DQ_WRITER) {
     // Into the staging tile (free since the barrier above); the writer takes it from there
