@@ -98,8 +98,8 @@ cli::Parser make_parser(Request& r, const std::vector<std::string>& keys) {
               "which problems of the sweep: causal ones, the others, or both")
       .custom("--window", "LIST",
               "sliding windows, each LEFT:RIGHT (query q sees keys q - LEFT .. q + RIGHT, -1 unbounded) or none: "
-              "every problem once per window (default none), e.g. 4095:0,none; implementations without a window "
-              "(SDPA, cuBLAS, some of the lab's rows) say so",
+              "every problem once per window (default none), e.g. 4095:0,none; SDPA and cuBLAS are unsupported "
+              "there, and a row without a windowed twin stops with an error saying so",
               [&r](std::string_view flag, const std::string& value) {
                 r.windows.clear();
                 for (const auto& item : cli::split_list(value)) r.windows.push_back(parse_window(flag, item));
