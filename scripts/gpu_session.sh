@@ -8,9 +8,11 @@
 #                                          of the fast kernels (no local memory allowed), and the
 #                                          PyTorch operators' pytest suite and example when built
 #   scripts/gpu_session.sh sanitize [OUT]  compute-sanitizer (memcheck, racecheck; synccheck on the
-#                                          fast kernels) on the GPU
-#                                          suites, and racecheck on step05's kernel without its
-#                                          barrier (it must report the race)
+#                                          fast kernels) on the GPU suites, racecheck on step05's
+#                                          kernel without its barrier (it must report the race), and
+#                                          memcheck over python/tests when the operators are built
+#                                          (PYTORCH_NO_CUDA_MEMORY_CACHING=1: each tensor its own
+#                                          allocation; PYTEST_SANITIZE_SECONDS, default 1800)
 #   scripts/gpu_session.sh bench    [OUT]  step07_bench (BENCH_ARGS, default: the full sweep),
 #                                          then ncu on the step05, ladder and fast kernels (NCU=0:
 #                                          no ncu)
@@ -191,6 +193,21 @@ phase_sanitize() {
     status=1
   fi
 
+  # The PyTorch operators' tests under memcheck, each tensor its own allocation, so that a read
+  # past a tensor's end lands outside every allocation instead of in the caching allocator's pool.
+  local ops="$PWD/$build/python/libfa2_torch_ops.so"
+  if [ ! -f "$ops" ]; then
+    log "PyTorch operators: not built (python3 cannot import torch), their tests not sanitized"
+    return 0
+  fi
+  log "memcheck over python/tests (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
+  rc=0
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout "${PYTEST_SANITIZE_SECONDS:-1800}" \
+    compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest python/tests -q -p no:cacheprovider \
+    > "$out/sanitizer_pytest.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "  python/tests (memcheck): exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_pytest.log" | tail -n 1)" \
+    "| $(grep -E "passed|failed" "$out/sanitizer_pytest.log" | tail -n 1)"
 }
 
 phase_bench() {
@@ -446,10 +463,10 @@ phase_backward() {
     tail -n 3 "$out/pytest_backward.log"
   fi
   [[ " $parts " == *" bench "* ]] || return 0
-  local args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.8,v6b.9,v6b.10,v6b.11,v6b.12,v6b.13,v6b.14,v6b.15,v6b.17,v6b.18,v6b.19,v6b.4-det,v6b.6-det,v6b.8-det,v6b.9-det,v6b.10-det,v6b.11-det,v6b.12-det,v6b.13-det,v6b.14-det,v6b.15-det,v6b.17-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
-  log "step07_bench $args"
+  local bench_args="${BWD_ARGS:---n=512,1024,4096,16384 --d=64,128 --pass=bwd --impl=v6b.3,v6b.4,v6b.5,v6b.6,v6b.7,v6b.8,v6b.9,v6b.10,v6b.11,v6b.12,v6b.13,v6b.14,v6b.15,v6b.17,v6b.18,v6b.19,v6b.4-det,v6b.6-det,v6b.8-det,v6b.9-det,v6b.10-det,v6b.11-det,v6b.12-det,v6b.13-det,v6b.14-det,v6b.15-det,v6b.17-det,v6b,v6b-det,v5,sdpa-fa2,sdpa-cudnn --baseline=v6b --repeat=3 --warmup-ms=10 --rep-ms=40 --no-ceilings}"
+  log "step07_bench $bench_args"
   # shellcheck disable=SC2086
-  timeout "${BWD_BENCH_SECONDS:-900}" "$build/step07_benchmark/step07_bench" --out "$out" $args > "$out/step07_log.txt" 2>&1 || status=1
+  timeout "${BWD_BENCH_SECONDS:-900}" "$build/step07_benchmark/step07_bench" --out "$out" $bench_args > "$out/step07_log.txt" 2>&1 || status=1
   sed -n '/^TFLOP\/s (/,/^$/p' "$out/step07_log.txt" | head -n 80
 }
 
