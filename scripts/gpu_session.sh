@@ -131,6 +131,22 @@ sanitize() {
     "| $(grep -E "test cases:" "$out/sanitizer_${name}.log" | tail -n 1)"
 }
 
+# sanitize_pytest <name> <seconds> <operators library> [pytest arguments...]: memcheck over the
+# PyTorch operators' tests, each tensor its own allocation (PYTORCH_NO_CUDA_MEMORY_CACHING=1), so
+# that a read past a tensor's end lands outside every allocation instead of in the caching
+# allocator's pool.
+sanitize_pytest() {
+  local name=$1 secs=$2 ops=$3
+  shift 3
+  local rc=0
+  PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout "$secs" \
+    compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest -q -p no:cacheprovider "$@" \
+    > "$out/sanitizer_${name}.log" 2>&1 || rc=$?
+  [ "$rc" -eq 0 ] || status=1
+  echo "  $name (memcheck): exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_${name}.log" | tail -n 1)" \
+    "| $(grep -E "passed|failed" "$out/sanitizer_${name}.log" | tail -n 1)"
+}
+
 phase_test() {
   {
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,memory.total --format=csv
@@ -193,21 +209,14 @@ phase_sanitize() {
     status=1
   fi
 
-  # The PyTorch operators' tests under memcheck, each tensor its own allocation, so that a read
-  # past a tensor's end lands outside every allocation instead of in the caching allocator's pool.
+  # The PyTorch operators' tests under memcheck.
   local ops="$PWD/$build/python/libfa2_torch_ops.so"
   if [ ! -f "$ops" ]; then
     log "PyTorch operators: not built (python3 cannot import torch), their tests not sanitized"
     return 0
   fi
   log "memcheck over python/tests (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-  rc=0
-  PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout "${PYTEST_SANITIZE_SECONDS:-1800}" \
-    compute-sanitizer --tool memcheck --error-exitcode 99 python3 -m pytest python/tests -q -p no:cacheprovider \
-    > "$out/sanitizer_pytest.log" 2>&1 || rc=$?
-  [ "$rc" -eq 0 ] || status=1
-  echo "  python/tests (memcheck): exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_pytest.log" | tail -n 1)" \
-    "| $(grep -E "passed|failed" "$out/sanitizer_pytest.log" | tail -n 1)"
+  sanitize_pytest pytest "${PYTEST_SANITIZE_SECONDS:-1800}" "$ops" python/tests
 }
 
 phase_bench() {
@@ -423,13 +432,7 @@ phase_decode() {
     done
     if [ -f "$ops" ]; then
       log "memcheck over test_varlen.py's decoding, paged and packed cases (PYTORCH_NO_CUDA_MEMORY_CACHING=1)"
-      rc=0
-      PYTORCH_NO_CUDA_MEMORY_CACHING=1 FA2_TORCH_OPS="$ops" FA2_REQUIRE_GPU=1 timeout 600 compute-sanitizer \
-        --tool memcheck --error-exitcode 99 python3 -m pytest python/tests/test_varlen.py -q -p no:cacheprovider \
-        -k "decod or paged or packed" > "$out/sanitizer_decode_pytest.log" 2>&1 || rc=$?
-      [ "$rc" -eq 0 ] || status=1
-      echo "  exit $rc | $(grep -E "ERROR SUMMARY" "$out/sanitizer_decode_pytest.log" | tail -n 1)" \
-        "| $(grep -E "passed|failed" "$out/sanitizer_decode_pytest.log" | tail -n 1)"
+      sanitize_pytest decode_pytest 600 "$ops" python/tests/test_varlen.py -k "decod or paged or packed"
     fi
   fi
 }
