@@ -29,6 +29,17 @@ __device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address,
          static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
          static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{1} << 62;
 }
+// The same for the 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and
+// inside an atom 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). Read MN-major, the
+// leading byte offset steps from one 16-column block of the N (or M) dimension to the next, the
+// stride byte offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps
+// lies so: 80 queries are five such blocks, not a whole number of 128-byte ones.
+__device__ __forceinline__ std::uint64_t sw32_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
+                                                         std::uint32_t stride_bytes) {
+  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
+         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
+         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{3} << 62;
+}
 // The same from a generic pointer into shared memory.
 __device__ __forceinline__ std::uint64_t sw128_descriptor(const void* smem, std::uint32_t leading_bytes,
                                                           std::uint32_t stride_bytes) {
@@ -85,6 +96,9 @@ __device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[TILES][4]) {
 #define FA2_WGMMA_REGS32                                                                                            \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31}"
+#define FA2_WGMMA_REGS40                                                                                            \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
+  "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}"
 #define FA2_WGMMA_REGS64                                                                                            \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, " \
   "%24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, "  \
@@ -108,6 +122,13 @@ __device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[TILES][4]) {
       ", %32, %33, p, 1, 1, %35, %35;\n}\n"                                            \
       : FA2_WGMMA_ACC32(d, 0)                                                          \
       : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
+#define FA2_WGMMA_SS_80(TYPE)                                                          \
+  asm volatile(                                                                        \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %42, 0;\n"                                     \
+      "wgmma.mma_async.sync.aligned.m64n80k16.f32." TYPE "." TYPE " " FA2_WGMMA_REGS40 \
+      ", %40, %41, p, 1, 1, %43, %43;\n}\n"                                            \
+      : FA2_WGMMA_ACC32(d, 0), FA2_WGMMA_ACC8(d, 8)                                    \
+      : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
 #define FA2_WGMMA_SS_128(TYPE)                                                          \
   asm volatile(                                                                         \
       "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                      \
@@ -125,7 +146,7 @@ __device__ __forceinline__ void fence_fragments(std::uint32_t (&a)[TILES][4]) {
       : "l"(a), "l"(b), "r"(acc), "n"(kTranspose))
 template <int N, bool FLOAT16, bool MN_MAJOR = false>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, std::uint64_t b, bool accumulate) {
-  static_assert(N == 64 || N == 128 || N == 176, "N of 64, 128 or 176");
+  static_assert(N == 64 || N == 80 || N == 128 || N == 176, "N of 64, 80, 128 or 176");
   const int acc = accumulate ? 1 : 0;
   constexpr int kTranspose = MN_MAJOR ? 1 : 0;
   if constexpr (N == 64) {
@@ -133,6 +154,12 @@ __device__ __forceinline__ void wgmma_ss(float (&d)[N / 8][4], std::uint64_t a, 
       FA2_WGMMA_SS_64("f16");
     } else {
       FA2_WGMMA_SS_64("bf16");
+    }
+  } else if constexpr (N == 80) {
+    if constexpr (FLOAT16) {
+      FA2_WGMMA_SS_80("f16");
+    } else {
+      FA2_WGMMA_SS_80("bf16");
     }
   } else if constexpr (N == 128) {
     if constexpr (FLOAT16) {
@@ -185,6 +212,7 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const std::uin
 }
 
 #undef FA2_WGMMA_SS_64
+#undef FA2_WGMMA_SS_80
 #undef FA2_WGMMA_SS_128
 #undef FA2_WGMMA_SS_176
 #undef FA2_WGMMA_RS_64
@@ -192,6 +220,7 @@ __device__ __forceinline__ void wgmma_rs_tb(float (&d)[N / 8][4], const std::uin
 #undef FA2_WGMMA_ACC8
 #undef FA2_WGMMA_ACC32
 #undef FA2_WGMMA_REGS32
+#undef FA2_WGMMA_REGS40
 #undef FA2_WGMMA_REGS64
 #undef FA2_WGMMA_REGS88
 

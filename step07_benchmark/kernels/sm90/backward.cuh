@@ -238,7 +238,13 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
     }
   }
   finish_query_shares<Cfg>();
-  write_key_rows<Cfg>(p, blk.kv(p), dk, dv, th);
+  if constexpr (Cfg::BLOCK_M == 80) {
+    // At 80-query steps the thread's place, held through the loop for these stores, spills in the
+    // computing warpgroups' 240 registers: it is remade here instead.
+    write_key_rows<Cfg>(p, blk.kv(p), dk, dv, blk.thread(opaque(threadIdx.x)));
+  } else {
+    write_key_rows<Cfg>(p, blk.kv(p), dk, dv, th);
+  }
 }
 
 }  // namespace fa2::flash

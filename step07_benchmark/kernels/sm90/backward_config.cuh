@@ -25,7 +25,8 @@ enum class HeadMajor { never, always, long_calls, l2_groups };
 
 // What v6b's rows vary (product/kernels.def, lab/variants.def).
 struct HopperBwdOptions {
-  int block_m = 64;            // queries per step: the N of S^T and dP^T (64, or 128 at head dim 64)
+  int block_m = 64;            // queries per step: the N of S^T and dP^T (64; 128 at head dim 64; 80 at
+                               // head dim 128 without a mask, dQ's share then computed transposed)
   bool dq_tma = false;         // dQ's share leaves through shared memory by TMA reduce-add, not atomics
   bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
                                // two stages on mbarriers: the computing warpgroups never meet to load
@@ -87,8 +88,10 @@ struct HopperBwdConfig {
   // The windowed twin of a row of 128-query steps takes 64 unless its masked steps run apart: with
   // the window's masks beside S^T and dP^T, 128 spill. So does the causal twin of one with the
   // producer, in its 240 registers.
-  static constexpr int BLOCK_M =
-      (OPT.window || (CAUSAL_ && OPT.producer)) && !MASKED_APART && OPT.block_m == 128 ? 64 : OPT.block_m;
+  static constexpr bool NARROWED_128 = OPT.block_m == 128 && (OPT.window || (CAUSAL_ && OPT.producer)) && !MASKED_APART;
+  // 80-query steps are for the kernel without a mask: its causal, windowed and packed twins take 64.
+  static constexpr bool NARROWED_80 = OPT.block_m == 80 && (CAUSAL_ || OPT.window || OPT.packed);
+  static constexpr int BLOCK_M = NARROWED_128 || NARROWED_80 ? 64 : OPT.block_m;
   static_assert(!OPT.wide_windows || OPT.masked_apart, "wide_windows: the windowed steps' masks run apart");
   static constexpr bool DQ_TMA = OPT.dq_tma;
   static constexpr bool PRODUCER = OPT.producer;
@@ -149,11 +152,12 @@ struct HopperBwdConfig {
   // At head dim 64 the dQ writer spills in 24 registers (ptxas for sm_90a), and the computing
   // warpgroups need far fewer than 240: 32 and 232 there. The packed twins' producer and writer
   // read their sequence's rows and lengths too, and spill in 24 at head dim 128: 32 and 232 as well.
-  // 128-query steps hold S^T and dP^T twice as wide, and spill in 232: 240 and 24 there.
+  // 128-query steps hold S^T and dP^T twice as wide, and spill in 232: 240 and 24 there. So do
+  // 80-query steps at head dim 128 (in 232 ptxas serialises their wgmma instead of spilling).
   static constexpr bool WIDE_STEPS = BLOCK_M == 128;
-  // ... and the producer's warp, in 24, no room for 4 rows of L_i and D_i per lane: the warpgroup's
-  // two idle warps load them (backward_row_loader).
-  static constexpr bool ROW_LOADERS = PRODUCER && WIDE_STEPS;
+  // ... and the producer's warp, in 24, no room for 4 rows of L_i and D_i per lane (3 at 80-query
+  // steps): the warpgroup's two idle warps load them (backward_row_loader).
+  static constexpr bool ROW_LOADERS = PRODUCER && BLOCK_M > 64;
   static constexpr int PRODUCER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && !WIDE_STEPS ? 32 : 24;
   static constexpr int CONSUMER_REGS = DQ_WRITER && (D == 64 || OPT.packed) && !WIDE_STEPS ? 232 : 240;
   // setmaxnreg only moves registers between the block's warps: the sum may not exceed what the
@@ -168,12 +172,19 @@ struct HopperBwdConfig {
   //   by columns (head dim 128): each all queries and keys, its 64-column block of D; a whole
   //     share per warpgroup would cost 32 more registers than a thread has;
   //   by keys (otherwise): each its own 64 keys, all queries and D: a warpgroup then waits only
-  //     for its own dS^T rows, but both add a whole share.
-  // Every part is 64 queries x 64 columns.
-  enum class DqSplit { by_queries, by_columns, by_keys };
-  static constexpr DqSplit DQ_SPLIT = BLOCK_M == 128 ? DqSplit::by_queries
-                                      : D == 128     ? DqSplit::by_columns
-                                                     : DqSplit::by_keys;
+  //     for its own dS^T rows, but both add a whole share;
+  //   transposed (80-query steps): by columns, but as dQ_i^T = K_j^T dS_i^T, 64 columns x 80
+  //     queries, since wgmma's M is always 64 and 80 queries are not a multiple of it
+  //     (FlashAttention-3's dQ_swapAB).
+  // Every part is 64 columns wide and 64 queries long, or BLOCK_M transposed (DQ_ROWS).
+  enum class DqSplit { by_queries, by_columns, by_keys, transposed };
+  static constexpr DqSplit DQ_SPLIT = BLOCK_M == 128  ? DqSplit::by_queries
+                                      : BLOCK_M == 80 ? DqSplit::transposed
+                                      : D == 128      ? DqSplit::by_columns
+                                                      : DqSplit::by_keys;
+  static constexpr bool DQ_TRANSPOSED = DQ_SPLIT == DqSplit::transposed;
+  static constexpr int DQ_ROWS = DQ_TRANSPOSED ? BLOCK_M : 64;  // queries in a part
+  static_assert(!DQ_TRANSPOSED || DQ_TMA, "a transposed part leaves through shared memory");
   static constexpr int DQ_KEYS = DQ_SPLIT == DqSplit::by_keys ? WG_KEYS : BLOCK_N;
   static constexpr int DQ_COLS = 64;
   static constexpr bool DQ_NEEDS_BLOCK = DQ_SPLIT != DqSplit::by_keys;  // reads the other warpgroup's dS^T
@@ -186,25 +197,32 @@ struct HopperBwdConfig {
   static constexpr int DS_STAGES = PRODUCER && DQ_NEEDS_BLOCK ? 2 : 1;
   // Staging tiles of dQ's parts per warpgroup: two, so that a warpgroup stages a step's part while
   // the TMA (or the dQ writer) still reads the last one's. With the dQ writer and 128-query steps
-  // only one fits beside two stages of 128-query dS^T: a warpgroup then waits, before it stages, for
-  // the writer to have read its previous part out.
-  static constexpr int DQ_STAGES = DQ_WRITER && WIDE_STEPS ? 1 : 2;
+  // only one fits beside two stages of 128-query dS^T (and at 80-query steps beside the 80-query
+  // tiles at head dim 128): a warpgroup then waits, before it stages, for the writer to have read
+  // its previous part out.
+  static constexpr int DQ_STAGES = DQ_WRITER && (WIDE_STEPS || DQ_TRANSPOSED) ? 1 : 2;
+  // dS^T's layout: rows of keys in the 128-byte swizzle, a 64-query column block after another;
+  // at 80-query steps in the 32-byte swizzle, five blocks of 16 queries (wgmma's descriptors step
+  // through whole blocks).
+  static constexpr bool DS_SW32 = BLOCK_M == 80;
   static constexpr int TILE_ALIGN = 1024;  // a swizzle atom
   static constexpr std::size_t kv_elems = static_cast<std::size_t>(BLOCK_N) * D;
   static constexpr std::size_t q_elems = static_cast<std::size_t>(BLOCK_M) * D;
   static constexpr std::size_t ds_elems = static_cast<std::size_t>(BLOCK_N) * BLOCK_M;
-  static constexpr std::size_t dq_part_bytes = 64 * DQ_COLS * sizeof(float);
+  static constexpr std::size_t dq_part_bytes = static_cast<std::size_t>(DQ_ROWS) * DQ_COLS * sizeof(float);
   static_assert(D == 64 || D == 128, "head dims 64 and 128");
-  static_assert(BLOCK_M == 64 || (BLOCK_M == 128 && D == 64), "64-query steps, or 128 at head dim 64");
-  static_assert(D == 64 || DQ_SPLIT == DqSplit::by_columns, "every part of dQ's share is 64 columns wide");
+  static_assert(BLOCK_M == 64 || (BLOCK_M == 128 && D == 64) || (BLOCK_M == 80 && D == 128 && DQ_WRITER),
+                "64-query steps, 128 at head dim 64, or 80 with the dQ writer at head dim 128");
+  static_assert(D == 64 || DQ_SPLIT == DqSplit::by_columns || DQ_TRANSPOSED,
+                "every part of dQ's share is 64 columns wide");
 };
 
 // Where each tile lies in a block's shared memory, in bytes from the first 1024-byte swizzle atom
 // (the hardware swizzles by address bits; every tile is a whole number of atoms): K_j, V_j, two
-// stages of Q_i and of dO_i, dS^T (BLOCK_N keys x BLOCK_M queries, BLOCK_M / 64 column blocks,
-// DS_STAGES stages), with dq_tma two stages of each warpgroup's float32 part of dQ (64 x 64, two
-// boxes of 32 columns), two stages of L_i and of D_i, with the producer the mbarriers (K/V
-// landed, and per stage Q_i's landed and handed back), where the last four steps' query tiles
+// stages of Q_i and of dO_i, dS^T (BLOCK_N keys x BLOCK_M queries in column blocks, DS_STAGES
+// stages), with dq_tma DQ_STAGES stages of each warpgroup's float32 part of dQ (DQ_ROWS queries x
+// 64 columns, two boxes of 32 columns), two stages of L_i and of D_i, with the producer the
+// mbarriers (K/V landed, and per stage Q_i's landed and handed back), where the last four steps' query tiles
 // are (StepPlace, below) and, with the dQ writer, where each staged part of dQ goes (a DqPlace
 // per warpgroup and stage).
 template <class Cfg>
@@ -212,6 +230,7 @@ struct BwdLayout {
   static constexpr std::uint32_t kv_bytes = Cfg::kv_elems * 2, q_bytes = Cfg::q_elems * 2;
   static constexpr std::uint32_t ds_bytes = Cfg::ds_elems * 2, row_bytes = Cfg::BLOCK_M * 4;
   static constexpr std::uint32_t dq_bytes = Cfg::DQ_TMA ? Cfg::dq_part_bytes : 0;
+  static constexpr std::uint32_t dq_box_bytes = Cfg::DQ_ROWS * 128;  // one box of 32 float columns
   static constexpr std::uint32_t k = 0, v = kv_bytes, q = 2 * kv_bytes, dO = q + 2 * q_bytes, dS = dO + 2 * q_bytes,
                                  dQ = dS + Cfg::DS_STAGES * ds_bytes,
                                  L = dQ + Cfg::DQ_STAGES * Cfg::WARPGROUPS * dq_bytes, D = L + 2 * row_bytes,
@@ -301,8 +320,10 @@ template <class Cfg>
 using KeysByQueries = float[Cfg::BLOCK_M / 8][4];  // S^T, P^T, dP^T, dS^T
 template <class Cfg>
 using KeysByDims = float[Cfg::D / 8][4];  // dK_w, dV_w
+// A warpgroup's part of dQ_i's share: 64 queries x 64 columns, or transposed 64 columns x BLOCK_M
+// queries.
 template <class Cfg>
-using QueryShare = float[Cfg::DQ_COLS / 8][4];  // a warpgroup's part of dQ_i's share, 64 queries
+using QueryShare = float[(Cfg::DQ_TRANSPOSED ? Cfg::BLOCK_M : Cfg::DQ_COLS) / 8][4];
 template <class Cfg>
 using KeyRowFrags = std::uint32_t[Cfg::BLOCK_M / 16][4];  // P^T or dS^T as bf16 A fragments
 

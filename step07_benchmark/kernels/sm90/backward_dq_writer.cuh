@@ -106,10 +106,10 @@ __device__ __forceinline__ void dq_writer(const FastBwdParams& p, const HopperBw
 #pragma unroll
         for (int box = 0; box < Cfg::DQ_COLS / 32; ++box) {
           if constexpr (Cfg::PACKED) {
-            tma_reduce_add_ragged(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0,
-                                  at.bh, RaggedRows{p.item_q_start, p.N_QUERIES});
+            tma_reduce_add_ragged(&maps.dq_accum, staged + box * L::dq_box_bytes, part.col0 + 32 * box,
+                                  at.q0 + part.query0, at.bh, RaggedRows{p.item_q_start, p.N_QUERIES});
           } else {
-            tma_reduce_add_3d(&maps.dq_accum, staged + box * 64 * 128, part.col0 + 32 * box, at.q0 + part.query0,
+            tma_reduce_add_3d(&maps.dq_accum, staged + box * L::dq_box_bytes, part.col0 + 32 * box, at.q0 + part.query0,
                               at.bh);
           }
         }

@@ -108,29 +108,47 @@ struct QueryPart {
   __device__ __forceinline__ explicit QueryPart(int wg)
       : query0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_queries ? 64 * wg : 0),
         key0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_keys ? Cfg::WG_KEYS * wg : 0),
-        col0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_columns ? Cfg::DQ_COLS * wg : 0) {}
+        col0(Cfg::DQ_SPLIT == Cfg::DqSplit::by_columns || Cfg::DQ_TRANSPOSED ? Cfg::DQ_COLS * wg : 0) {}
 };
 
 // The warpgroup's part of dS K_j (64 queries x 64 columns over DQ_KEYS keys): A is dS^T read
 // transposed (16 keys = 16 rows of 128 bytes per slice; the part's queries are column block
 // query0 / 64 of the tile), B is K_j's rows read MN-major like V in the forward (column block
 // col0 / 64). Committed, not waited for.
+// Transposed (80-query steps), the part is dQ_i^T = K_j^T dS_i^T (64 columns x BLOCK_M queries): A
+// is K_j's column block col0 / 64 read MN-major (as B above), B is dS^T read MN-major, in the
+// 32-byte swizzle (16-query column blocks of BLOCK_N x 32 bytes, 8-key groups of 256 bytes).
 template <class Cfg>
 __device__ __forceinline__ void issue_query_share(QueryShare<Cfg>& dq, std::uint32_t sdS, std::uint32_t sK,
                                                   const QueryPart<Cfg>& part) {
   constexpr int BN = Cfg::BLOCK_N;
-  std::uint64_t a = sw128_descriptor(sdS + (part.query0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
-  std::uint64_t b = sw128_descriptor(sK + (part.col0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
-  wgmma_fence();
+  if constexpr (Cfg::DQ_TRANSPOSED) {
+    std::uint64_t a = sw128_descriptor(sK + (part.col0 / 64) * BN * 128, BN * 128, 1024);
+    std::uint64_t b = sw32_descriptor(sdS, BN * 32, 256);
+    wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < Cfg::DQ_KEYS / 16; ++kk) {
-    if (kk > 0) {
-      a = advance(a, 16 * 128);  // 16 key rows further
-      b = advance(b, 16 * 128);
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      if (kk > 0) {
+        a = advance(a, 16 * 128);  // 16 key rows further
+        b = advance(b, 16 * 32);
+      }
+      wgmma_ss<Cfg::BLOCK_M, Cfg::FLOAT16, true>(dq, a, b, kk > 0);
     }
-    wgmma_ss<Cfg::DQ_COLS, Cfg::FLOAT16, true>(dq, a, b, kk > 0);  // both read transposed
+    wgmma_commit();
+  } else {
+    std::uint64_t a = sw128_descriptor(sdS + (part.query0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
+    std::uint64_t b = sw128_descriptor(sK + (part.col0 / 64) * BN * 128 + part.key0 * 128, BN * 128, 1024);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < Cfg::DQ_KEYS / 16; ++kk) {
+      if (kk > 0) {
+        a = advance(a, 16 * 128);  // 16 key rows further
+        b = advance(b, 16 * 128);
+      }
+      wgmma_ss<Cfg::DQ_COLS, Cfg::FLOAT16, true>(dq, a, b, kk > 0);  // both read transposed
+    }
+    wgmma_commit();
   }
-  wgmma_commit();
 }
 
 // dQ_accum[q0 ..] += dq with vector atomics, the rows past N_QUERIES left out.
@@ -152,20 +170,43 @@ __device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t 
 // 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
 // A warp's 8-byte stores of one column group cover every chunk of its eight rows twice: two
 // wavefronts, the least 256 bytes take.
+// Transposed, the thread holds columns th.row (+ 8) of queries 8t + th.col (+ 1): one 4-byte store
+// per element (box (th.row + 8h) / 32, row = the query). The warp's 32 stores of one (t, h, i)
+// cover 8 columns of 4 queries; the swizzle puts them in 32 different banks.
 template <class Cfg>
 __device__ __forceinline__ void stage_query_share(std::uint32_t tile, const QueryShare<Cfg>& dq, const BwdThread& th) {
-  // The thread's place, opaque: the 16 store addresses are remade here at each step rather than
-  // held across the loop (at head dim 128, with the producer, those registers spill).
-  const int place = static_cast<int>(opaque(static_cast<std::uint32_t>(th.row * 8 + th.col)));
-  const int thread_row = place / 8, thread_col = place % 8;
+  if constexpr (Cfg::DQ_TRANSPOSED) {
 #pragma unroll
-  for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
-    const int box = t / 4, chunk = 2 * (t % 4) + thread_col / 4, byte = (thread_col % 4) * 4;
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = thread_row + 8 * h;
-      const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
-      asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1]) : "memory");
+      for (int i = 0; i < 2; ++i) {
+        // Query 8t + thread_col + i of column thread_row + 8h: the same chunk for every t, a row
+        // 8t further. The base address is made opaque here, once per (h, i), not held across
+        // the loop.
+        const int place = static_cast<int>(opaque(static_cast<std::uint32_t>(th.row * 8 + th.col)));
+        const int column = place / 8 + 8 * h, query = place % 8 + i;  // column of the warpgroup's 64
+        const int chunk = ((column % 32) / 4) ^ query;                // query < 8: query % 8 == query
+        const std::uint32_t row0 =
+            tile + (column / 32) * Cfg::DQ_ROWS * 128 + query * 128 + chunk * 16 + (column % 4) * 4;
+#pragma unroll
+        for (int t = 0; t < Cfg::BLOCK_M / 8; ++t)
+          asm volatile("st.shared.f32 [%0], %1;\n" ::"r"(row0 + t * 1024), "f"(dq[t][2 * h + i]) : "memory");
+      }
+  } else {
+    // The thread's place, opaque: the 16 store addresses are remade here at each step rather than
+    // held across the loop (at head dim 128, with the producer, those registers spill).
+    const int place = static_cast<int>(opaque(static_cast<std::uint32_t>(th.row * 8 + th.col)));
+    const int thread_row = place / 8, thread_col = place % 8;
+#pragma unroll
+    for (int t = 0; t < Cfg::DQ_COLS / 8; ++t) {
+      const int box = t / 4, chunk = 2 * (t % 4) + thread_col / 4, byte = (thread_col % 4) * 4;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = thread_row + 8 * h;
+        const std::uint32_t at = tile + box * 64 * 128 + row * 128 + ((chunk ^ (row % 8)) * 16) + byte;
+        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(at), "f"(dq[t][2 * h]), "f"(dq[t][2 * h + 1])
+                     : "memory");
+      }
     }
   }
 }

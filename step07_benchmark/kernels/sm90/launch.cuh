@@ -160,7 +160,7 @@ void launch_hopper_bwd_config(const BackwardPlan& plan, cudaStream_t stream) {
     maps.v = tile_map(a.v, a.v_shape[0], N_k, D, a.v_strides[1], a.v_strides[0], Cfg::BLOCK_N, Cfg::FLOAT16);
   }
   if constexpr (Cfg::DQ_TMA) {
-    maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], 64);
+    maps.dq_accum = accum_tile_map(a.dq_accum, B, N_q, D, a.dq_accum_strides[1], a.dq_accum_strides[0], Cfg::DQ_ROWS);
   }
   // The configuration as asked, or its twin compiled for deterministic dQ.
   const auto key_tiles = [&]<class C>() {
