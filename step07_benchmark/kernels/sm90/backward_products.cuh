@@ -166,8 +166,8 @@ __device__ __forceinline__ void add_query_share(const FastBwdParams& p, index_t 
   }
 }
 
-// dq (float32) into the warpgroup's staging tile for the TMA reduce-add: two boxes of 64 rows by
-// 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
+// dq (float32) into the warpgroup's staging tile for the TMA reduce-add: two boxes of DQ_ROWS rows
+// by 32 floats (128 bytes), each in the 128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8)).
 // A warp's 8-byte stores of one column group cover every chunk of its eight rows twice: two
 // wavefronts, the least 256 bytes take.
 // Transposed, the thread holds columns th.row (+ 8) of queries 8t + th.col (+ 1): one 4-byte store
@@ -180,8 +180,8 @@ __device__ __forceinline__ void stage_query_share(std::uint32_t tile, const Quer
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        // Query 8t + thread_col + i of column thread_row + 8h: the same chunk for every t, a row
-        // 8t further. The base address is made opaque here, once per (h, i), not held across
+        // Column th.row + 8h, query 8t + th.col + i: the same chunk for every t, 8t rows further.
+        // The base address is made from an opaque place here, once per (h, i), not held across
         // the loop.
         const int place = static_cast<int>(opaque(static_cast<std::uint32_t>(th.row * 8 + th.col)));
         const int column = place / 8 + 8 * h, query = place % 8 + i;  // column of the warpgroup's 64
