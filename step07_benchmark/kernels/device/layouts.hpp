@@ -77,4 +77,12 @@ FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int sw128_offset(int row, int chunk) 
   return (chunk / 8) * ROWS * 64 + row * 64 + ((chunk % 8) ^ (row % 8)) * 8;
 }
 
+// The same in wgmma's 32-byte swizzle (the backward's dS^T at 80-query steps): a (ROWS, N) tile
+// stored as N / 16 column blocks of (ROWS, 16), the chunk XOR-ed with bit 2 of the row (row / 4
+// % 2), so that rows r and r + 4, which share banks, take different halves of their 32 bytes.
+template <int ROWS>
+FA2_HOST_DEVICE FA2_FORCE_INLINE constexpr int sw32_offset(int row, int chunk) {
+  return (chunk / 2) * ROWS * 16 + row * 16 + ((chunk % 2) ^ ((row / 4) % 2)) * 8;
+}
+
 }  // namespace fa2::flash

@@ -158,9 +158,8 @@ __device__ __forceinline__ void pack_key_row_gradients(const KeysByQueries<Cfg>&
 
 // dS^T (the bf16 fragments) into its tile, keys as rows, in the 128-byte swizzle: chunk t of a
 // row holds queries 8t .. 8t + 7. The eight rows of a store land in eight different chunks: no
-// bank conflict. At 80-query steps (Cfg::DS_SW32) in the 32-byte swizzle: chunk t is chunk t % 2
-// of row `row` of column block t / 2, stored at chunk (t % 2) ^ ((row / 4) % 2); the eight rows
-// of a store span 256 bytes, and the swizzle parts rows r and r + 4.
+// bank conflict. At 80-query steps (Cfg::DS_SW32) in the 32-byte swizzle (sw32_offset): the eight
+// rows of a store span 256 bytes, and the swizzle parts rows r and r + 4.
 template <class Cfg>
 __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFrags<Cfg>& dsf, const BwdThread& th) {
   const int row0 = th.wg * Cfg::WG_KEYS + th.row;
@@ -169,12 +168,8 @@ __device__ __forceinline__ void store_key_rows(std::uint32_t sdS, const KeyRowFr
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int t = 2 * kk + p_source_tile(r), row = row0 + 8 * (p_source_element(r) >> 1);
-      if constexpr (Cfg::DS_SW32) {
-        const int chunk = (t % 2) ^ ((row / 4) % 2);
-        st_shared_u32(sdS + (t / 2) * Cfg::BLOCK_N * 32 + row * 32 + chunk * 16 + 2 * th.col, dsf[kk][r]);
-      } else {
-        st_shared_u32(sdS + 2 * (sw128_offset<Cfg::BLOCK_N>(row, t) + th.col), dsf[kk][r]);
-      }
+      const int at = Cfg::DS_SW32 ? sw32_offset<Cfg::BLOCK_N>(row, t) : sw128_offset<Cfg::BLOCK_N>(row, t);
+      st_shared_u32(sdS + 2 * (at + th.col), dsf[kk][r]);
     }
 }
 
