@@ -143,14 +143,13 @@ TEST_SUITE("variants") {
       return fa2::flash::picked_row_key(f, head_dim, causal, window, query_rows);
     };
     // The sm90 forward: v6.11, except where another configuration won every round: at head dim 64
-    // without a mask v6.17 on [2^15, 2^17) query rows, v6.14 on [2^18, 2^19), v6.12 from 2^19; with
-    // it v6.17 on [2^16, 2^18); at 128 v6.11 throughout. With a window, v6.17 at 64 and v6.11 at 128.
+    // without a mask v6.17 on [2^15, 2^16) query rows and v6.20 from 2^16; with it v6.17 on
+    // [2^16, 2^18); at 128 v6.11 throughout. With a window, v6.17 at 64 and v6.11 at 128.
     CHECK(pick(Family::sm90_forward, 64, false, (1 << 15) - 1) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, false, 1 << 15) == "v6.17");
-    CHECK(pick(Family::sm90_forward, 64, false, (1 << 17) - 1) == "v6.17");
-    CHECK(pick(Family::sm90_forward, 64, false, 1 << 17) == "v6.11");
-    CHECK(pick(Family::sm90_forward, 64, false, 1 << 18) == "v6.14");
-    CHECK(pick(Family::sm90_forward, 64, false, 1 << 19) == "v6.12");
+    CHECK(pick(Family::sm90_forward, 64, false, (1 << 16) - 1) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 16) == "v6.20");
+    CHECK(pick(Family::sm90_forward, 64, false, 1 << 19) == "v6.20");
     CHECK(pick(Family::sm90_forward, 64, true, (1 << 16) - 1) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, true, 1 << 16) == "v6.17");
     CHECK(pick(Family::sm90_forward, 64, true, 1 << 18) == "v6.11");
@@ -171,14 +170,15 @@ TEST_SUITE("variants") {
     // The sm90 backward: the dQ writer warp with 128-query steps at head dim 64 (causal with the
     // masked steps apart), at head dim 128 with 64, both with joint turns and head by head on long
     // calls when deterministic, and head by head by default where the query side overflows the L2
-    // (v6b.16); with a window, the windowed twins of v6b.18 at head dim 64 and of v6b.8 at 128.
+    // (v6b.16); at head dim 128 without a mask the same with 80-query steps (v6b.20). With a
+    // window, the windowed twins of v6b.18 at head dim 64 and of v6b.8 at 128.
     CHECK(pick(Family::sm90_backward, 64, false, 0) == "v6b.16");
     CHECK(pick(Family::sm90_backward, 64, false, 1 << 20) == "v6b.16");
     CHECK(pick(Family::sm90_backward, 64, true, 0) == "v6b.16");
     CHECK(pick(Family::sm90_backward, 64, true, 1 << 20) == "v6b.16");
     CHECK(pick(Family::sm90_backward, 64, false, 0, true) == "v6b.18");
-    CHECK(pick(Family::sm90_backward, 128, false, 0) == "v6b.16");
-    CHECK(pick(Family::sm90_backward, 128, false, 1 << 20) == "v6b.16");
+    CHECK(pick(Family::sm90_backward, 128, false, 0) == "v6b.20");
+    CHECK(pick(Family::sm90_backward, 128, false, 1 << 20) == "v6b.20");
     CHECK(pick(Family::sm90_backward, 128, true, 1 << 20) == "v6b.16");
     CHECK(pick(Family::sm90_backward, 128, false, 1 << 20, true) == "v6b.8");
     CHECK(pick(Family::sm90_backward, 64, true, 0, true) == "v6b.18");
