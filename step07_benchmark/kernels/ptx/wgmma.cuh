@@ -15,30 +15,36 @@
 
 namespace fa2::flash {
 
-// A shared-memory matrix descriptor for the 128-byte swizzle, the layout every operand of v6
-// uses: rows of 64 bf16 (128 bytes), 8 rows to a 1024-byte atom (1024-byte aligned), and inside
-// an atom 16-byte chunk c of row r stored at chunk c ^ (r % 8) (the forward's swizzle). Fields:
+// A shared-memory matrix descriptor: where a wgmma operand lies and how it is swizzled. Fields:
 //   bits  0-13  start address / 16
-//   bits 16-29  leading byte offset / 16: K-major operands ignore it; MN-major ones (V read as
-//               keys x D) step by it from one 64-column block of the N dimension to the next
-//   bits 32-45  stride byte offset / 16: from one 8-row group to the next (1024 when packed)
-//   bits 62-63  1 = the 128-byte swizzle
+//   bits 16-29  leading byte offset / 16 (what it steps over depends on the swizzle, below)
+//   bits 32-45  stride byte offset / 16: from one 8-row group to the next
+//   bits 62-63  the swizzle: 1 = 128 bytes, 3 = 32 bytes
+enum class Swizzle : std::uint64_t { bytes128 = 1, bytes32 = 3 };
+template <Swizzle S>
+__device__ __forceinline__ std::uint64_t matrix_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
+                                                           std::uint32_t stride_bytes) {
+  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
+         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
+         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | static_cast<std::uint64_t>(S) << 62;
+}
+// The 128-byte swizzle, the layout every operand of v6 uses: rows of 64 bf16 (128 bytes), 8 rows
+// to a 1024-byte atom (1024-byte aligned), and inside an atom 16-byte chunk c of row r stored at
+// chunk c ^ (r % 8) (the forward's swizzle). K-major operands ignore the leading byte offset;
+// MN-major ones (V read as keys x D) step by it from one 64-column block of the N dimension to
+// the next. The stride byte offset is 1024 when the atoms are packed.
 __device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                           std::uint32_t stride_bytes) {
-  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
-         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
-         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{1} << 62;
+  return matrix_descriptor<Swizzle::bytes128>(address, leading_bytes, stride_bytes);
 }
-// The same for the 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and
-// inside an atom 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). Read MN-major, the
-// leading byte offset steps from one 16-column block of the N (or M) dimension to the next, the
-// stride byte offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps
-// lies so: 80 queries are five such blocks, not a whole number of 128-byte ones.
+// The 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and inside an atom
+// 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). Read MN-major, the leading byte
+// offset steps from one 16-column block of the N (or M) dimension to the next, the stride byte
+// offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps lies so:
+// 80 queries are five such blocks, not a whole number of 128-byte ones.
 __device__ __forceinline__ std::uint64_t sw32_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                          std::uint32_t stride_bytes) {
-  return static_cast<std::uint64_t>((address & 0x3FFFF) >> 4) |
-         static_cast<std::uint64_t>((leading_bytes >> 4) & 0x3FFF) << 16 |
-         static_cast<std::uint64_t>((stride_bytes >> 4) & 0x3FFF) << 32 | std::uint64_t{3} << 62;
+  return matrix_descriptor<Swizzle::bytes32>(address, leading_bytes, stride_bytes);
 }
 // The same from a generic pointer into shared memory.
 __device__ __forceinline__ std::uint64_t sw128_descriptor(const void* smem, std::uint32_t leading_bytes,
