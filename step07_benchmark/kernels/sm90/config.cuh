@@ -119,9 +119,11 @@ struct HopperConfig {
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
-  // At head dim 64 under the mask the turns of three warpgroups spill 16 bytes at their 160
-  // registers: that twin takes no turns.
-  static constexpr bool PINGPONG = OPT.pingpong && !(WARPGROUPS == 3 && CAUSAL_ && D_ == 64);
+  static constexpr bool PINGPONG = OPT.pingpong;
+  // The consumer loop compiled once per warpgroup, its index a constant (the turn barriers' ids
+  // immediates, not registers): under the mask three warpgroups taking turns need the registers
+  // that frees (at head dim 64 they spill without it).
+  static constexpr bool LOOP_PER_WARPGROUP = PINGPONG && WARPGROUPS == 3 && CAUSAL_;
   static_assert(!PINGPONG || TMA, "turns between the warpgroups of a TMA block");
   static constexpr bool TAKES_WINDOW = takes_window(OPT);
   static_assert(!WINDOW || TAKES_WINDOW, "a sliding window in the warp-specialised kernel of 2 warpgroups only");

@@ -29,11 +29,13 @@ namespace fa2::flash {
 // ends, time in which the producer loads the next item's Q. (Otherwise the kernel hands Q back after this loop, and the
 // next item's first wait covers more of Q's load.) The item's tile j holds keys from (first_tile + j) * BLOCK_N:
 // a sliding window's items skip the tiles before their first query's window (sm90/forward_kernel.cuh).
-template <class Cfg>
+// WG >= 0: the loop of warpgroup WG only (Cfg::LOOP_PER_WARPGROUP), the argument wg ignored.
+template <class Cfg, int WG = -1>
 __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int first_tile, int n_tiles, int n_seen,
                                                      PipelineState<Cfg::STAGES> ring0, RowState<Cfg>& st,
-                                                     const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar, int wg,
+                                                     const SmemTiles<Cfg>& smem, const RingBarrierPtrs& bar, int wg_arg,
                                                      const WarpPlace& w) {
+  const int wg = WG >= 0 ? WG : wg_arg;
   constexpr int BN = Cfg::BLOCK_N;
   const elem16* sQ = smem.q;
   const auto first_key = [&](int j) { return (first_tile + j) * BN; };  // of the item's tile j

@@ -88,7 +88,18 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
         RowState<Cfg> st;
         init_row_state<Cfg>(st);
         mbarrier_wait(bar.q_full, PipelineState<1>{k}.phase());
-        hopper_consumer_loop<Cfg>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+        if constexpr (Cfg::LOOP_PER_WARPGROUP) {
+          static_assert(Cfg::WARPGROUPS == 3, "one loop per warpgroup: three of them");
+          if (wg == 0) {
+            hopper_consumer_loop<Cfg, 0>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+          } else if (wg == 1) {
+            hopper_consumer_loop<Cfg, 1>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+          } else {
+            hopper_consumer_loop<Cfg, 2>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+          }
+        } else {
+          hopper_consumer_loop<Cfg>(ip, range.first, n_tiles, n_seen, ring, st, smem, bar, wg, w);
+        }
         ring += n_tiles;
         if constexpr (!Cfg::EARLY_Q) {
           __syncwarp();
