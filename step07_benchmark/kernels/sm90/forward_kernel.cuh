@@ -69,7 +69,11 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     if (threadIdx.x == Cfg::NUM_THREADS) hopper_producer<Cfg>(p, maps, sched, items, smem, bar);
   } else {
     setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    const int wg = warp / 4;
+    // The warpgroup's index as lane 0 holds it: the compiler then knows that every lane of the warp
+    // holds the same, and keeps what follows from it (the ring's barrier addresses, the wgmma
+    // descriptors) in uniform registers. From threadIdx.x directly, the loops compiled per
+    // warpgroup (LOOP_PER_WARPGROUP) build their descriptors lane by lane after taking their turn.
+    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
     const auto block_item = [&](int k) {
       return sched.item(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
     };
