@@ -152,7 +152,9 @@ TEST_SUITE("variants") {
     CHECK(pick(Family::sm90_forward, 64, false, 1 << 19) == "v6.20");
     CHECK(pick(Family::sm90_forward, 64, true, (1 << 16) - 1) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, true, 1 << 16) == "v6.17");
-    CHECK(pick(Family::sm90_forward, 64, true, 1 << 18) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 64, true, (1 << 17) - 1) == "v6.17");
+    CHECK(pick(Family::sm90_forward, 64, true, 1 << 17) == "v6.20");
+    CHECK(pick(Family::sm90_forward, 64, true, 1 << 19) == "v6.20");
     CHECK(pick(Family::sm90_forward, 128, false, 1 << 20) == "v6.11");
     CHECK(pick(Family::sm90_forward, 128, true, 1 << 20) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, false, 1 << 19, true) == "v6.17");

@@ -69,11 +69,12 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
     if (threadIdx.x == Cfg::NUM_THREADS) hopper_producer<Cfg>(p, maps, sched, items, smem, bar);
   } else {
     setmaxnreg_inc<Cfg::CONSUMER_REGS>();
-    // The warpgroup's index as lane 0 holds it: the compiler then knows that every lane of the warp
-    // holds the same, and keeps what follows from it (the ring's barrier addresses, the wgmma
-    // descriptors) in uniform registers. From threadIdx.x directly, the loops compiled per
-    // warpgroup (LOOP_PER_WARPGROUP) build their descriptors lane by lane after taking their turn.
-    const int wg = __shfl_sync(0xffffffffu, warp / 4, 0);
+    // With a loop per warpgroup, the index as lane 0 holds it: the compiler then knows that every
+    // lane of the warp takes the same loop, and keeps what the loop computes from its ring (the
+    // barriers' addresses, the wgmma descriptors) in uniform registers. From threadIdx.x directly,
+    // those loops build their descriptors lane by lane after taking their turn. (The kernels of one
+    // loop for every warpgroup compile as well or better without it.)
+    const int wg = Cfg::LOOP_PER_WARPGROUP ? __shfl_sync(0xffffffffu, warp / 4, 0) : warp / 4;
     const auto block_item = [&](int k) {
       return sched.item(k, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x));
     };
