@@ -42,8 +42,12 @@ struct BwdBlock {
   __device__ __forceinline__ static index_t kv(const FastBwdParams& p) {
     return Walk::fresh(Walk::kv_slot(p)) / Walk::fresh(p.group_splits);
   }
+  // The thread's place. With Cfg::UNIFORM_WG its warpgroup is read from lane 0: the compiler
+  // cannot prove tid / 128 the same for a warp's lanes, and then keeps what is made from it (the
+  // mask's branch, the addresses of the warpgroup's rows) out of the uniform registers.
   __device__ __forceinline__ BwdThread thread(unsigned thread_index = threadIdx.x) const {
-    const int tid = static_cast<int>(thread_index), lane = tid % 32, wg = tid / 128;
+    const int tid = static_cast<int>(thread_index), lane = tid % 32;
+    const int wg = Cfg::UNIFORM_WG ? __shfl_sync(0xffffffffu, tid / 128, 0) : tid / 128;
     return {wg, 16 * ((tid / 32) % 4) + lane / 4, 2 * (lane % 4), k0 + wg * Cfg::WG_KEYS};
   }
   // Where the walk starts: the first query tile of its first query head.
