@@ -231,8 +231,8 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
       // a ragged key tile's), one without the mask's tests for the rest. With Cfg::UNIFORM_WG the
       // compiler knows the test is the same for a warp's lanes, and each copy keeps its descriptors
       // and shared-memory addresses in uniform registers.
-      if (KeyRowMask<Cfg>::needed(step_place_field<Cfg, 1>(opaque(base), t), p.N_KEYS, p.window_left,
-                                  p.window_right, here)) {
+      if (KeyRowMask<Cfg>::needed(step_place_field<Cfg, 1>(opaque(base), t), p.N_KEYS, p.window_left, p.window_right,
+                                  here)) {
         backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), s, t, dk, dv, here, release);
       } else {
         backward_step<Cfg, false>(p, maps.dq_accum, opaque(base), s, t, dk, dv, here, release);
