@@ -124,6 +124,12 @@ struct HopperConfig {
   // immediates, not registers): under the mask three warpgroups taking turns need the registers
   // that frees (at head dim 64 they spill without it).
   static constexpr bool LOOP_PER_WARPGROUP = PINGPONG && WARPGROUPS == 3 && CAUSAL_;
+  // Under a mask or a window, the count of key tiles a warpgroup sees read from lane 0
+  // (forward_kernel.cuh): made from the warpgroup's index, which the compiler cannot prove the same
+  // for a warp's lanes, it would make the loop's branches divergent in the compiler's eyes, and the
+  // ring's barrier addresses and the wgmma descriptors would be built in ordinary registers. (With
+  // a loop per warpgroup the index is already read from lane 0.)
+  static constexpr bool UNIFORM_SEEN = (CAUSAL_ || WINDOW) && !LOOP_PER_WARPGROUP;
   static_assert(!PINGPONG || TMA, "turns between the warpgroups of a TMA block");
   static constexpr bool TAKES_WINDOW = takes_window(OPT);
   static_assert(!WINDOW || TAKES_WINDOW, "a sliding window in the warp-specialised kernel of 2 warpgroups only");

@@ -88,8 +88,9 @@ __global__ void __launch_bounds__(Cfg::BLOCK_THREADS, 1)
         const WarpPlace w{lane, warp * 16, q0 + warp * 16};
         // Causal or windowed: the key tiles up to the warpgroup's last row's bound; it skips the
         // rest of the block's.
-        const int n_seen =
+        const int seen =
             warpgroup_key_tiles<Cfg::CAUSAL, Cfg::WINDOW>(range, q0 + 64 * wg + 63, Cfg::BLOCK_N, ip.window_right);
+        const int n_seen = Cfg::UNIFORM_SEEN ? __shfl_sync(0xffffffffu, seen, 0) : seen;
         RowState<Cfg> st;
         init_row_state<Cfg>(st);
         mbarrier_wait(bar.q_full, PipelineState<1>{k}.phase());
