@@ -224,13 +224,12 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
     const auto release = [&] { mbarrier_arrive(&empty[s]); };  // this thread is done with the stage
-    // The thread's place, remade at each step or held (Cfg::PLACE_PER_STEP).
-    const BwdThread here = Cfg::PLACE_PER_STEP ? blk.thread(opaque(threadIdx.x)) : th;
+    // The thread's place, remade at each step or held (Cfg::UNIFORM_WG).
+    const BwdThread here = Cfg::UNIFORM_WG ? blk.thread(opaque(threadIdx.x)) : th;
     if constexpr (Cfg::MASKED_APART) {
       // One copy of the step for the steps a mask may touch (the diagonal's with the causal mask,
-      // a ragged key tile's), one without the mask's tests for the rest. With Cfg::UNIFORM_WG the
-      // compiler knows the test is the same for a warp's lanes, and each copy keeps its descriptors
-      // and shared-memory addresses in uniform registers.
+      // a ragged key tile's), one without the mask's tests for the rest. The compiler knows the
+      // test is the same for a warp's lanes (Cfg::UNIFORM_WG).
       if (KeyRowMask<Cfg>::needed(step_place_field<Cfg, 1>(opaque(base), t), p.N_KEYS, p.window_left, p.window_right,
                                   here)) {
         backward_step<Cfg, true>(p, maps.dq_accum, opaque(base), s, t, dk, dv, here, release);

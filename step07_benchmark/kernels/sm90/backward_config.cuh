@@ -100,15 +100,12 @@ struct HopperBwdConfig {
   static constexpr bool OVERLAP_P = OPT.overlap_p && !(OPT.window && D_ == 128);
   static constexpr bool DQ_WRITER = OPT.dq_writer;
   static constexpr bool DQ_CHAINED = OPT.dq_chained;
-  // The thread's warpgroup read from lane 0, so that the compiler knows it is the same for a warp's
-  // lanes (BwdBlock::thread): in the rows of the dQ writer. Before it (v6b.4, v6b.5) a windowed
-  // twin spills 4 bytes with it, and so does the packed windowed twin at head dim 128; the packed
-  // twins keep the index as it was.
-  static constexpr bool UNIFORM_WG = DQ_WRITER && !OPT.packed;
-  // ... and, where the masked steps run apart, the thread's place remade at each step: held through
-  // both copies of the step, two of its registers spill at 128-query steps. Elsewhere it is held,
-  // which takes fewer instructions.
-  static constexpr bool PLACE_PER_STEP = UNIFORM_WG && MASKED_APART;
+  // Where the masked steps run apart, the thread's warpgroup is read from lane 0, so that the
+  // compiler knows it is the same for a warp's lanes (BwdBlock::thread): the test that picks a
+  // step's copy depends on it, and each copy then keeps its descriptors and addresses in uniform
+  // registers. The thread's place is then remade at each step: held through both copies, two of
+  // its registers spill at 128-query steps. (The other twins gain nothing measurable from it.)
+  static constexpr bool UNIFORM_WG = MASKED_APART;
   static_assert(!DQ_WRITER || (PRODUCER && DQ_TMA),
                 "the dQ writer is a warp of the producer's warpgroup, and adds by TMA reduce-add");
   static constexpr bool TURN_IN_PLACE = DQ_WRITER && OPT.deterministic && OPT.window;  // DqPlace::turn
