@@ -31,16 +31,16 @@ __device__ __forceinline__ std::uint64_t matrix_descriptor(std::uint32_t address
 // The 128-byte swizzle, the layout every operand of v6 uses: rows of 64 bf16 (128 bytes), 8 rows
 // to a 1024-byte atom (1024-byte aligned), and inside an atom 16-byte chunk c of row r stored at
 // chunk c ^ (r % 8) (the forward's swizzle). An operand whose rows run along K (Q, K) ignores the
-// leading byte offset; one whose rows run along N (V read as keys x D) steps by it from one
-// 64-column block of N to the next. The stride byte offset is 1024 when the atoms are packed.
+// leading byte offset; for one whose rows run along N (V read as keys x D) it is the distance from
+// one 64-column block of N to the next. The stride byte offset is 1024 when the atoms are packed.
 __device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                           std::uint32_t stride_bytes) {
   return matrix_descriptor<Swizzle::bytes128>(address, leading_bytes, stride_bytes);
 }
 // The 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and inside an atom
 // 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). For an operand whose rows run along
-// N (or M), the leading byte offset steps from one 16-column block of N to the next, the stride
-// byte offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps lies so:
+// N (or M), the leading byte offset is the distance from one 16-column block of N to the next, the
+// stride byte offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps lies so:
 // 80 queries are five such blocks, not a whole number of 128-byte ones.
 __device__ __forceinline__ std::uint64_t sw32_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                          std::uint32_t stride_bytes) {

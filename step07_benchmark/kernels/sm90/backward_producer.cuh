@@ -42,9 +42,7 @@ struct BwdBlock {
   __device__ __forceinline__ static index_t kv(const FastBwdParams& p) {
     return Walk::fresh(Walk::kv_slot(p)) / Walk::fresh(p.group_splits);
   }
-  // The thread's place. With Cfg::UNIFORM_WG its warpgroup is read from lane 0: the compiler
-  // cannot prove tid / 128 the same for a warp's lanes, and then keeps what is made from it (the
-  // mask's branch, the addresses of the warpgroup's rows) out of the uniform registers.
+  // The thread's place; with Cfg::UNIFORM_WG its warpgroup as lane 0 holds it (backward_config.cuh).
   __device__ __forceinline__ BwdThread thread(unsigned thread_index = threadIdx.x) const {
     const int tid = static_cast<int>(thread_index), lane = tid % 32;
     const int wg = Cfg::UNIFORM_WG ? __shfl_sync(0xffffffffu, tid / 128, 0) : tid / 128;

@@ -124,11 +124,9 @@ struct HopperConfig {
   // immediates, not registers): under the mask three warpgroups taking turns need the registers
   // that frees (at head dim 64 they spill without it).
   static constexpr bool LOOP_PER_WARPGROUP = PINGPONG && WARPGROUPS == 3 && CAUSAL_;
-  // Under a mask or a window, the count of key tiles a warpgroup sees read from lane 0
-  // (forward_kernel.cuh): made from the warpgroup's index, which the compiler cannot prove the same
-  // for a warp's lanes, it would make the loop's branches divergent in the compiler's eyes, and the
-  // ring's barrier addresses and the wgmma descriptors would be built in ordinary registers. (With
-  // a loop per warpgroup the index is already read from lane 0.)
+  // Under a mask or a window, the count of key tiles a warpgroup sees, made from its index, read
+  // from lane 0 as the index is for LOOP_PER_WARPGROUP (forward_kernel.cuh says why): the loop
+  // branches on the count at every tile.
   static constexpr bool UNIFORM_SEEN = (CAUSAL_ || WINDOW) && !LOOP_PER_WARPGROUP;
   static_assert(!PINGPONG || TMA, "turns between the warpgroups of a TMA block");
   static constexpr bool TAKES_WINDOW = takes_window(OPT);
