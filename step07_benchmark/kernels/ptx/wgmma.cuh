@@ -71,6 +71,20 @@ template <int N>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+// wgmma_wait<N>, held until x is computed. ptxas schedules a wait as early as its operands allow,
+// and a wait has none: it lifts it above arithmetic that does not need it, so the softmax of the
+// overlapped loop, written between the two waits, ends up waiting for the product it was meant
+// to run beside. It does not lift a wait above a branch, and this one is taken on x, a value
+// that arithmetic computes last (the row sums). What the branch skips, a sleep of 0 ns, does
+// nothing, so x's value does not matter.
+template <int N>
+__device__ __forceinline__ void wgmma_wait_after(float x) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.lt.f32 p, %0, 0f00000000;\n@p nanosleep.u32 0;\n}\n"
+      "wgmma.wait_group.sync.aligned %1;\n" ::"f"(x),
+      "n"(N)
+      : "memory");
+}
 // Ties an accumulator to this point of the program: the compiler must not read it before a
 // preceding wgmma_wait (nor write it after a following wgmma_fence) by moving code across.
 template <int TILES>

@@ -224,8 +224,10 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
     const int s = ring.stage();
     mbarrier_wait(&full[s], ring.phase());
     const auto release = [&] { mbarrier_arrive(&empty[s]); };  // this thread is done with the stage
-    // The thread's place, remade at each step or held (Cfg::UNIFORM_WG).
-    const BwdThread here = Cfg::UNIFORM_WG ? blk.thread(opaque(threadIdx.x)) : th;
+    // The thread's place, remade at each step or held: remade where the warpgroup is read from lane
+    // 0 (Cfg::UNIFORM_WG) and where P^T's exponentials run beside dP^T in flight (Cfg::HOLD_P),
+    // which leaves no register to hold it.
+    const BwdThread here = Cfg::UNIFORM_WG || Cfg::HOLD_P ? blk.thread(opaque(threadIdx.x)) : th;
     if constexpr (Cfg::MASKED_APART) {
       // One copy of the step for the steps a mask may touch (the diagonal's with the causal mask,
       // a ragged key tile's), one without the mask's tests for the rest. The compiler knows the
@@ -241,9 +243,9 @@ __device__ __forceinline__ void hopper_bwd_ws_block(const FastBwdParams& p, cons
     }
   }
   finish_query_shares<Cfg>();
-  if constexpr (Cfg::BLOCK_M == 80) {
-    // At 80-query steps the thread's place, held through the loop for these stores, spills in the
-    // computing warpgroups' 240 registers: it is remade here instead.
+  if constexpr (Cfg::BLOCK_M == 80 || Cfg::HOLD_P) {
+    // At 80-query steps, and with P under dP held, the thread's place, held through the loop for
+    // these stores, spills in the computing warpgroups' 240 registers: it is remade here instead.
     write_key_rows<Cfg>(p, blk.kv(p), dk, dv, blk.thread(opaque(threadIdx.x)));
   } else {
     write_key_rows<Cfg>(p, blk.kv(p), dk, dv, th);

@@ -31,7 +31,9 @@ struct HopperBwdOptions {
   bool producer = false;       // a producer warpgroup loads Q_i, dO_i (TMA), L_i and D_i into a ring of
                                // two stages on mbarriers: the computing warpgroups never meet to load
   bool overlap_p = false;      // S^T and dP^T issued back to back, and only S^T waited for: P^T's
-                               // exponentials run while dP^T is still on the tensor cores
+                               // exponentials are written to run while dP^T is still on the tensor cores
+  bool hold_p = false;         // (overlap_p) the wait for dP^T held after P^T's exponentials
+                               // (wgmma_wait_after): a plain wait, ptxas lifts above them
   bool dq_writer = false;      // a warp of the producer's warpgroup adds dQ's shares (TMA reduce-adds,
                                // and deterministic, the turns); the computing warpgroups hand them
                                // over in shared memory (needs producer and dq_tma)
@@ -98,6 +100,10 @@ struct HopperBwdConfig {
   // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
   // bytes): the windowed twin waits for both products.
   static constexpr bool OVERLAP_P = OPT.overlap_p && !(OPT.window && D_ == 128);
+  // Held, the exponentials run beside dP^T in flight, and the thread's place no longer fits beside
+  // them through the loop: it is remade at each step and for the last stores (hopper_bwd_ws_block).
+  static constexpr bool HOLD_P = OVERLAP_P && OPT.hold_p;
+  static_assert(!OPT.hold_p || OPT.overlap_p, "hold_p holds P under dP's wait");
   static constexpr bool DQ_WRITER = OPT.dq_writer;
   static constexpr bool DQ_CHAINED = OPT.dq_chained;
   // Where the masked steps run apart, the thread's warpgroup is read from lane 0, so that the

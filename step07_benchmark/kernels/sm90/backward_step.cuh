@@ -121,10 +121,12 @@ __device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>& pf, KeyRowFrags
 }
 
 // The same in two halves (overlap_p): P^T in place of S^T, while dP^T may still be on the tensor
-// cores, then, once it has landed, both fragments.
+// cores, then, once it has landed, both fragments. Returns the least of the thread's P^T, a value
+// that needs every exponential, for the wait after them (wgmma_wait_after).
 template <class Cfg, class Mask>
-__device__ __forceinline__ void probabilities_in_place(KeysByQueries<Cfg>& s, std::uint32_t sL, float scale_log2,
-                                                       const Mask& mask, const BwdThread& th) {
+__device__ __forceinline__ float probabilities_in_place(KeysByQueries<Cfg>& s, std::uint32_t sL, float scale_log2,
+                                                        const Mask& mask, const BwdThread& th) {
+  float least = INFINITY;
 #pragma unroll
   for (int t = 0; t < Cfg::BLOCK_M / 8; ++t) {
     const float2 L = ld_shared_f32x2(sL + 4 * (t * 8 + th.col));
@@ -136,8 +138,10 @@ __device__ __forceinline__ void probabilities_in_place(KeysByQueries<Cfg>& s, st
         float x = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
         if (mask.any && mask.masked(h, t * 8 + i)) x = -INFINITY;
         s[t][2 * h + i] = exp2_approx(x);
+        least = fminf(least, s[t][2 * h + i]);
       }
   }
+  return least;
 }
 template <class Cfg>
 __device__ __forceinline__ void pack_key_row_gradients(const KeysByQueries<Cfg>& p, const KeysByQueries<Cfg>& dp,
@@ -287,8 +291,12 @@ __device__ __forceinline__ void backward_step(const FastBwdParams& p, const CUte
   if constexpr (Cfg::OVERLAP_P) {
     wgmma_wait<1>();  // S^T has landed; dP^T may still be running
     fence_accumulators(s);
-    probabilities_in_place<Cfg>(s, sL, p.scale_log2, mask(), th);
-    wgmma_wait<0>();
+    const float least = probabilities_in_place<Cfg>(s, sL, p.scale_log2, mask(), th);
+    if constexpr (Cfg::HOLD_P) {
+      wgmma_wait_after<0>(least);  // a plain wait, ptxas lifts above the exponentials
+    } else {
+      wgmma_wait<0>();
+    }
     fence_accumulators(dp);
     pack_key_row_gradients<Cfg>(s, dp, pf, dsf, sD, th);
   } else {

@@ -101,7 +101,9 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
       release_k(j + 1);
       float alpha[2];
       softmax_probabilities<Cfg>(s, st, alpha, first_key(j + 1), p, w);
-      wgmma_wait<0>();  // P_j (pa), O and V_j are free again
+      // P_j (pa), O and V_j are free again. The wait is held after the row sums, the softmax's
+      // last values: otherwise ptxas lifts it above the softmax (ptx/wgmma.cuh).
+      wgmma_wait_after<0>(fminf(st.l[0][0], st.l[0][1]));
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
       release(bar.empty_v, j);
