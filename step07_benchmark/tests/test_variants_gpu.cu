@@ -110,8 +110,8 @@ bool runs_here(const fa2::variants::KernelVariant& v) {
 // rows that load with cp.async (v6.1 to v6.5) or compute with three warpgroups, whose windowed
 // twins are not built (sm90/config.cuh, TAKES_WINDOW).
 bool takes_window(std::string_view key) {
-  static constexpr std::string_view refusing[] = {"v6.1", "v6.2",  "v6.3",  "v6.4", "v6.5",
-                                                  "v6.8", "v6.12", "v6.16", "v6.20"};
+  static constexpr std::string_view refusing[] = {"v6.1", "v6.2",  "v6.3",  "v6.4",  "v6.5",
+                                                  "v6.8", "v6.12", "v6.16", "v6.20", "v6.23"};
   return std::find(std::begin(refusing), std::end(refusing), key) == std::end(refusing);
 }
 

@@ -17,6 +17,8 @@ struct HopperOptions {
   int warpgroups = 2;         // 64 query rows each; they share the K and V tiles of the block
   int block_n = 128;          // keys per tile (the N of S's wgmma): 64, 128, or 176 with TMA
   bool overlap = false;       // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
+  bool hold_softmax = false;  // (overlap, TMA) the wait for O += P_j V_j held after the softmax
+                              // (wgmma_wait_after): a plain wait, ptxas lifts above it
   int stages = 2;             // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
   int min_blocks = 1;         // blocks per SM the registers must leave room for
   bool tma = false;           // warp specialisation: a producer warpgroup (one thread of it) loads Q,
@@ -85,6 +87,7 @@ struct HopperConfig {
   // same).
   static constexpr int BLOCK_N = (CAUSAL || WINDOW) && OPT.block_n == 176 ? 128 : OPT.block_n;
   static constexpr bool OVERLAP = OPT.overlap;
+  static constexpr bool HOLD_SOFTMAX = OPT.hold_softmax;
   // What v5's functions read (online_softmax, mask_scores, write_output): one 16-row tile per
   // warp, O stored straight from registers.
   static constexpr int WARP_M = 1;
@@ -119,6 +122,7 @@ struct HopperConfig {
   static_assert(TMA || (OVERLAP ? (STAGES == 3 || STAGES == 4) : STAGES == 2),
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
+  static_assert(!HOLD_SOFTMAX || TMA, "hold_softmax: the warp-specialised kernel's overlapped loop");
   static constexpr bool PINGPONG = OPT.pingpong;
   // The consumer loop compiled once per warpgroup, its index a constant (the turn barriers' ids
   // immediates, not registers): under the mask three warpgroups taking turns need the registers

@@ -101,9 +101,14 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
       release_k(j + 1);
       float alpha[2];
       softmax_probabilities<Cfg>(s, st, alpha, first_key(j + 1), p, w);
-      // P_j (pa), O and V_j are free again. The wait is held after the row sums, the softmax's
-      // last values: otherwise ptxas lifts it above the softmax (ptx/wgmma.cuh).
-      wgmma_wait_after<0>(fminf(st.l[0][0], st.l[0][1]));
+      // P_j (pa), O and V_j are free again. A plain wait, ptxas lifts above the softmax, which then
+      // runs after the product (APPENDIX D.12); held, it waits after the row sums, the softmax's
+      // last values (Cfg::HOLD_SOFTMAX).
+      if constexpr (Cfg::HOLD_SOFTMAX) {
+        wgmma_wait_after<0>(fminf(st.l[0][0], st.l[0][1]));
+      } else {
+        wgmma_wait<0>();
+      }
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
       release(bar.empty_v, j);
