@@ -39,9 +39,9 @@ __device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address,
 }
 // The 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and inside an atom
 // 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). For an operand whose rows run along
-// N (or M), the leading byte offset is the distance from one 16-column block of N to the next, the
-// stride byte offset from one 8-row group of K to the next. The backward's dS^T of 80-query steps lies so:
-// 80 queries are five such blocks, not a whole number of 128-byte ones.
+// N (or M), the leading byte offset separates consecutive 16-column blocks of N, and the stride
+// byte offset consecutive 8-row groups of K. The backward's dS^T at 80 queries a tile is laid out
+// so: 80 queries are five such blocks, not a whole number of 128-byte ones.
 __device__ __forceinline__ std::uint64_t sw32_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                          std::uint32_t stride_bytes) {
   return matrix_descriptor<Swizzle::bytes32>(address, leading_bytes, stride_bytes);

@@ -100,9 +100,7 @@ struct HopperBwdConfig {
   // At head dim 128 the window's masks leave no registers for the overlap (its twins spill 24 to 32
   // bytes): the windowed twin waits for both products.
   static constexpr bool OVERLAP_P = OPT.overlap_p && !(OPT.window && D_ == 128);
-  // Held, the exponentials run beside dP^T in flight, and the thread's place no longer fits beside
-  // them through the loop: it is remade at each step and for the last stores (hopper_bwd_ws_block).
-  static constexpr bool HOLD_P = OVERLAP_P && OPT.hold_p;
+  static constexpr bool HOLD_P = OVERLAP_P && OPT.hold_p;  // hopper_bwd_ws_block remakes the thread's place
   static_assert(!OPT.hold_p || OPT.overlap_p, "hold_p holds P under dP's wait");
   static constexpr bool DQ_WRITER = OPT.dq_writer;
   static constexpr bool DQ_CHAINED = OPT.dq_chained;

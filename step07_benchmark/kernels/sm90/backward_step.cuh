@@ -121,8 +121,8 @@ __device__ __forceinline__ void mask_fragments(KeyRowFrags<Cfg>& pf, KeyRowFrags
 }
 
 // The same in two halves (overlap_p): P^T in place of S^T, while dP^T may still be on the tensor
-// cores, then, once it has landed, both fragments. Returns the least of the thread's P^T, a value
-// that needs every exponential, for the wait after them (wgmma_wait_after).
+// cores, then, once it has landed, both fragments. Held (Cfg::HOLD_P), returns the least of the
+// thread's P^T, a value that needs every exponential, for the wait after them (wgmma_wait_after).
 template <class Cfg, class Mask>
 __device__ __forceinline__ float probabilities_in_place(KeysByQueries<Cfg>& s, std::uint32_t sL, float scale_log2,
                                                         const Mask& mask, const BwdThread& th) {
@@ -138,7 +138,7 @@ __device__ __forceinline__ float probabilities_in_place(KeysByQueries<Cfg>& s, s
         float x = fmaf(s[t][2 * h + i], scale_log2, neg_l[i]);
         if (mask.any && mask.masked(h, t * 8 + i)) x = -INFINITY;
         s[t][2 * h + i] = exp2_approx(x);
-        least = fminf(least, s[t][2 * h + i]);
+        if constexpr (Cfg::HOLD_P) least = fminf(least, s[t][2 * h + i]);
       }
   }
   return least;
