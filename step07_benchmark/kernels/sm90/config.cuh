@@ -19,8 +19,8 @@ struct HopperOptions {
   bool overlap = false;       // S_{j+1} and O += P_j V_j compute during the softmax of tile j + 1
   bool hold_softmax = false;  // (overlap, TMA) the wait for O += P_j V_j held after the softmax
                               // (wgmma_wait_after): a plain wait, ptxas lifts above it
-  bool rescale_under_s = false;  // (overlap, TMA) O *= alpha of tile j between issuing S_{j+1} and
-                                 // O += P_j V_j, under S's product, not after the wait for O
+  bool early_alpha = false;   // (overlap, TMA) O *= alpha between issuing S_{j+1} and O += P_j V_j,
+                              // under S's product, not after the wait for O
   int stages = 2;             // K/V tiles in shared memory: the overlapped loop loads stages - 1 ahead
   int min_blocks = 1;         // blocks per SM the registers must leave room for
   bool tma = false;           // warp specialisation: a producer warpgroup (one thread of it) loads Q,
@@ -90,7 +90,7 @@ struct HopperConfig {
   static constexpr int BLOCK_N = (CAUSAL || WINDOW) && OPT.block_n == 176 ? 128 : OPT.block_n;
   static constexpr bool OVERLAP = OPT.overlap;
   static constexpr bool HOLD_SOFTMAX = OPT.hold_softmax;
-  static constexpr bool RESCALE_UNDER_S = OPT.rescale_under_s;
+  static constexpr bool EARLY_ALPHA = OPT.early_alpha;
   // What v5's functions read (online_softmax, mask_scores, write_output): one 16-row tile per
   // warp, O stored straight from registers.
   static constexpr int WARP_M = 1;
@@ -126,7 +126,7 @@ struct HopperConfig {
                 "the overlapped loop keeps 3 or 4 K/V stages, the plain loop 2");
   static_assert(!TMA || (OVERLAP && STAGES >= 2), "the producer warp feeds the overlapped loop");
   static_assert(!HOLD_SOFTMAX || TMA, "hold_softmax: the warp-specialised kernel's overlapped loop");
-  static_assert(!RESCALE_UNDER_S || TMA, "rescale_under_s: the warp-specialised kernel's overlapped loop");
+  static_assert(!EARLY_ALPHA || TMA, "early_alpha: the warp-specialised kernel's overlapped loop");
   static constexpr bool PINGPONG = OPT.pingpong;
   // The consumer loop compiled once per warpgroup, its index a constant (the turn barriers' ids
   // immediates, not registers): under the mask three warpgroups taking turns need the registers

@@ -87,7 +87,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
       if (passes_turn(wg, WGS, j, n_tiles)) named_barrier_arrive(next_turn_barrier(wg, WGS), kTurnThreads);
     }
   };
-  // With RESCALE_UNDER_S, the alpha of the last softmax, applied to O before the next O += P V
+  // With EARLY_ALPHA, the alpha of the last softmax, applied to O before the next O += P V
   // is issued (after the first tile O is 0, so 1 will do).
   float alpha_due[2] = {1.0f, 1.0f};
   for (int j = 0; j < n_tiles; ++j) {
@@ -97,7 +97,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
       ScoreFrags<Cfg> s;
       take_turn();
       issue_scores<Cfg>(s, sQ, wg, K_stage(j + 1));
-      if constexpr (Cfg::RESCALE_UNDER_S) rescale_output<Cfg>(st, alpha_due);  // while S_{j+1} computes
+      if constexpr (Cfg::EARLY_ALPHA) rescale_output<Cfg>(st, alpha_due);  // while S_{j+1} computes
       issue_pv<Cfg>(st, pa, V_stage(j));
       pass_turn(j);
       wgmma_wait<1>();  // S_{j+1}; O += P_j V_j may still run
@@ -116,7 +116,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
       fence_accumulators(st.o[0]);
       fence_fragments(pa);
       release(bar.empty_v, j);
-      if constexpr (Cfg::RESCALE_UNDER_S) {
+      if constexpr (Cfg::EARLY_ALPHA) {
         alpha_due[0] = alpha[0];
         alpha_due[1] = alpha[1];
       } else {
@@ -126,7 +126,7 @@ __device__ __forceinline__ void hopper_consumer_loop(const FastParams& p, int fi
     } else if (j + 1 == n_seen) {
       mbarrier_wait(&bar.full_v[stage(j)], phase(j));
       take_turn();
-      if constexpr (Cfg::RESCALE_UNDER_S) rescale_output<Cfg>(st, alpha_due);
+      if constexpr (Cfg::EARLY_ALPHA) rescale_output<Cfg>(st, alpha_due);
       issue_pv<Cfg>(st, pa, V_stage(j));  // the warpgroup's last tile
       pass_turn(j);
       wgmma_wait<0>();
