@@ -144,7 +144,8 @@ TEST_SUITE("variants") {
     };
     // The sm90 forward: v6.11, except where another configuration won every round: at head dim 64
     // without a mask v6.17 on [2^15, 2^16) query rows and v6.20 from 2^16; with it v6.17 on
-    // [2^16, 2^18); at 128 v6.11 throughout. With a window, v6.17 at 64 and v6.11 at 128.
+    // [2^16, 2^17) and v6.20 from 2^17; at 128 v6.11, and v6.25 without a mask from 2^19. With a
+    // window, v6.17 at 64 and v6.11 at 128.
     CHECK(pick(Family::sm90_forward, 64, false, (1 << 15) - 1) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, false, 1 << 15) == "v6.17");
     CHECK(pick(Family::sm90_forward, 64, false, (1 << 16) - 1) == "v6.17");
@@ -155,7 +156,10 @@ TEST_SUITE("variants") {
     CHECK(pick(Family::sm90_forward, 64, true, (1 << 17) - 1) == "v6.17");
     CHECK(pick(Family::sm90_forward, 64, true, 1 << 17) == "v6.20");
     CHECK(pick(Family::sm90_forward, 64, true, 1 << 19) == "v6.20");
-    CHECK(pick(Family::sm90_forward, 128, false, 1 << 20) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 128, false, (1 << 19) - 1) == "v6.11");
+    CHECK(pick(Family::sm90_forward, 128, false, 1 << 19) == "v6.25");
+    CHECK(pick(Family::sm90_forward, 128, false, 1 << 20) == "v6.25");
+    CHECK(pick(Family::sm90_forward, 128, false, 1 << 20, true) == "v6.11");
     CHECK(pick(Family::sm90_forward, 128, true, 1 << 20) == "v6.11");
     CHECK(pick(Family::sm90_forward, 64, false, 1 << 19, true) == "v6.17");
     CHECK(pick(Family::sm90_forward, 128, true, 0, true) == "v6.11");
