@@ -39,9 +39,10 @@ __device__ __forceinline__ std::uint64_t sw128_descriptor(std::uint32_t address,
 }
 // The 32-byte swizzle: rows of 16 bf16 (32 bytes), 8 rows to a 256-byte atom, and inside an atom
 // 16-byte chunk c of row r stored at chunk c ^ ((r / 4) % 2). For an operand whose rows run along
-// N (or M), the leading byte offset separates consecutive 16-column blocks of N, and the stride
-// byte offset consecutive 8-row groups of K. The backward's dS^T at 80 queries a tile is laid out
-// so: 80 queries are five such blocks, not a whole number of 128-byte ones.
+// N (or M), the leading byte offset is the distance from one 16-wide slab of N to the one after it,
+// and the stride byte offset the distance from one 8-row slab of K to the one after it. The
+// backward's dS^T at 80 queries a tile is laid out so: 80 queries are five 16-wide slabs, not a
+// whole number of 128-byte rows.
 __device__ __forceinline__ std::uint64_t sw32_descriptor(std::uint32_t address, std::uint32_t leading_bytes,
                                                          std::uint32_t stride_bytes) {
   return matrix_descriptor<Swizzle::bytes32>(address, leading_bytes, stride_bytes);
